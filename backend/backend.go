@@ -1,0 +1,139 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Environment is a place where commands run: a local workspace, a container, a remote host.
+//
+// Implementations are safe for concurrent use. Exec must honour ctx and [Request.Timeout] by
+// killing the whole process tree the command started, and must return what was captured up to
+// that point.
+type Environment interface {
+	// Exec runs one command to completion. A command that ran and exited non-zero, timed out
+	// or was cancelled returns a Result and a nil error; an error means it could not run.
+	Exec(ctx context.Context, req Request) (Result, error)
+	// Describe reports what the environment is and what isolation it really gives.
+	Describe() Description
+	// Close releases what the environment holds. Exec after Close returns ErrClosed.
+	Close(ctx context.Context) error
+}
+
+// Request is one command to run.
+type Request struct {
+	// Command is a shell string run by the environment's POSIX shell (sh -c). Exactly one of
+	// Command and Argv is set.
+	Command string
+	// Argv runs a program directly, without a shell.
+	Argv []string
+	// Dir is the working directory: relative paths are taken from the workspace, absolute
+	// ones must lie inside it. Empty means the workspace itself.
+	Dir string
+	// Env holds extra variables for this command. Names that look like secrets are dropped
+	// (see [IsSecretName]).
+	Env map[string]string
+	// Stdin, when set, is streamed to the command's standard input.
+	Stdin io.Reader
+	// Timeout bounds the run; zero means the environment's default.
+	Timeout time.Duration
+	// MaxOutputBytes caps what is kept of each of stdout and stderr; zero means the
+	// environment's default.
+	MaxOutputBytes int64
+}
+
+// Validate reports a request that no environment can run.
+func (r Request) Validate() error {
+	switch {
+	case r.Command == "" && len(r.Argv) == 0:
+		return fmt.Errorf("%w: one of command and argv is required", ErrInvalidRequest)
+	case r.Command != "" && len(r.Argv) > 0:
+		return fmt.Errorf("%w: command and argv are exclusive", ErrInvalidRequest)
+	case len(r.Argv) > 0 && r.Argv[0] == "":
+		return fmt.Errorf("%w: argv[0] is empty", ErrInvalidRequest)
+	case r.Timeout < 0:
+		return fmt.Errorf("%w: timeout is negative", ErrInvalidRequest)
+	case r.MaxOutputBytes < 0:
+		return fmt.Errorf("%w: max output bytes is negative", ErrInvalidRequest)
+	}
+	return nil
+}
+
+// Result is what a command did.
+type Result struct {
+	ExitCode int
+	Stdout   []byte
+	Stderr   []byte
+	// Truncated is set when either stream passed its cap; the kept bytes then carry a marker.
+	Truncated bool
+	// StdoutBytes and StderrBytes count everything the command wrote, kept or not.
+	StdoutBytes int64
+	StderrBytes int64
+	Duration    time.Duration
+	// TimedOut is set when the command's timeout ended it.
+	TimedOut bool
+	// Cancelled is set when the caller's context ended it.
+	Cancelled bool
+	// Notes tell the caller about the environment rather than the command, for example that
+	// a container was recreated or a connection re-established before the command ran.
+	Notes []string
+}
+
+// Description says what an environment is.
+type Description struct {
+	// Kind is the backend's name: "local", "docker", "ssh".
+	Kind string
+	// Mode is how commands are started, for backends with more than one way ("agent",
+	// "exec", "session").
+	Mode string
+	// Workspace is the absolute path, as the environment sees it, that relative paths start
+	// from.
+	Workspace string
+	// Target names the concrete place: a container ID, user@host:port, a host directory.
+	Target       string
+	Capabilities Capabilities
+	Limits       Limits
+	// Notes explain degraded modes, e.g. why a resident helper is not in use.
+	Notes []string
+}
+
+// Capabilities states the isolation an environment really provides, so that callers such as
+// the approval gate can decide how much to trust a command's effects.
+type Capabilities struct {
+	// FilesystemIsolation: the command sees only the workspace and what was mounted, not the
+	// host's filesystem.
+	FilesystemIsolation bool
+	// NetworkIsolation: the command has no network.
+	NetworkIsolation bool
+	// WritableHostMounts: some host directory is writable from inside.
+	WritableHostMounts bool
+	// ProcessTreeKill: a timeout or cancel kills every process the command started.
+	ProcessTreeKill bool
+	// ResidentHelper: a long-lived helper process starts commands (fast path).
+	ResidentHelper bool
+}
+
+// Limits are the effective defaults and ceilings of an environment.
+type Limits struct {
+	DefaultTimeout time.Duration
+	MaxOutputBytes int64
+	MemoryBytes    int64
+	PidsLimit      int64
+	NanoCPUs       int64
+}
+
+// Sentinel errors that callers branch on.
+var (
+	// ErrClosed is returned by Exec after Close.
+	ErrClosed = errors.New("environment closed")
+	// ErrInvalidRequest marks a request no environment can run.
+	ErrInvalidRequest = errors.New("invalid request")
+	// ErrOutsideWorkspace marks a working directory outside the workspace.
+	ErrOutsideWorkspace = errors.New("outside workspace")
+	// ErrUnavailable marks an environment that cannot be reached right now (daemon down,
+	// connection lost); a retry may succeed.
+	ErrUnavailable = errors.New("environment unavailable")
+)

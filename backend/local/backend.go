@@ -1,0 +1,180 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/airlock-dev/airlock/backend"
+)
+
+var _ backend.Environment = (*Env)(nil)
+
+// Config is the local backend's configuration.
+type Config struct {
+	// Workspace is the host directory commands run in; it must exist.
+	Workspace string
+	// DefaultTimeout applies when a request sets none.
+	DefaultTimeout time.Duration
+	// MaxOutputBytes caps each stream when a request sets none.
+	MaxOutputBytes int64
+	// EnvPassthrough lists the host variables (names or globs) that reach commands.
+	EnvPassthrough []string
+	// Shell runs Request.Command as Shell -c COMMAND.
+	Shell string
+	// KillGrace is how long a process group has between TERM and KILL.
+	KillGrace time.Duration
+}
+
+// DefaultConfig returns the defaults that Validate fills in.
+func DefaultConfig() Config {
+	return Config{
+		Workspace:      ".",
+		DefaultTimeout: 120 * time.Second,
+		MaxOutputBytes: backend.DefaultMaxOutputBytes,
+		EnvPassthrough: backend.DefaultPassthrough,
+		Shell:          "/bin/sh",
+		KillGrace:      time.Second,
+	}
+}
+
+// withDefaults fills zero fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Workspace == "" {
+		c.Workspace = d.Workspace
+	}
+	if c.DefaultTimeout == 0 {
+		c.DefaultTimeout = d.DefaultTimeout
+	}
+	if c.MaxOutputBytes == 0 {
+		c.MaxOutputBytes = d.MaxOutputBytes
+	}
+	if c.EnvPassthrough == nil {
+		c.EnvPassthrough = d.EnvPassthrough
+	}
+	if c.Shell == "" {
+		c.Shell = d.Shell
+	}
+	if c.KillGrace == 0 {
+		c.KillGrace = d.KillGrace
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot work, naming the field.
+func (c Config) Validate() error {
+	switch {
+	case c.DefaultTimeout < 0:
+		return errors.New("local: timeout: must not be negative")
+	case c.MaxOutputBytes < 0:
+		return errors.New("local: max_output_bytes: must not be negative")
+	case c.KillGrace < 0:
+		return errors.New("local: kill_grace: must not be negative")
+	}
+	return nil
+}
+
+// Option adjusts construction.
+type Option func(*options) error
+
+type options struct {
+	logger hclog.Logger
+}
+
+// WithLogger sets the logger (default: none).
+func WithLogger(l hclog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return errors.New("local: nil logger")
+		}
+		o.logger = l
+		return nil
+	}
+}
+
+// Env is a local workspace.
+type Env struct {
+	cfg       Config
+	workspace string // absolute, symlinks resolved
+	policy    backend.EnvPolicy
+	log       hclog.Logger
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// New checks cfg and returns an environment rooted at its workspace.
+func New(cfg Config, opts ...Option) (*Env, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := options{logger: hclog.NewNullLogger()}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	abs, err := filepath.Abs(cfg.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("local: workspace: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("local: workspace: %w", err)
+	}
+	if fi, err := os.Stat(real); err != nil {
+		return nil, fmt.Errorf("local: workspace: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("local: workspace: %s is not a directory", real)
+	}
+	return &Env{
+		cfg:       cfg,
+		workspace: real,
+		policy:    backend.EnvPolicy{Passthrough: cfg.EnvPassthrough},
+		log:       o.logger.Named("local"),
+	}, nil
+}
+
+// Workspace returns the workspace's absolute host path with symlinks resolved.
+func (e *Env) Workspace() string { return e.workspace }
+
+// Describe reports a host process environment: no filesystem or network isolation.
+func (e *Env) Describe() backend.Description {
+	return backend.Description{
+		Kind:      "local",
+		Mode:      "process",
+		Workspace: e.workspace,
+		Target:    e.workspace,
+		Capabilities: backend.Capabilities{
+			WritableHostMounts: true,
+			ProcessTreeKill:    true,
+		},
+		Limits: backend.Limits{
+			DefaultTimeout: e.cfg.DefaultTimeout,
+			MaxOutputBytes: e.cfg.MaxOutputBytes,
+		},
+		Notes: []string{"commands run on the host: no filesystem or network isolation"},
+	}
+}
+
+// Close marks the environment closed. Commands still running finish on their own terms.
+func (e *Env) Close(context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	return nil
+}
+
+func (e *Env) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}

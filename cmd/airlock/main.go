@@ -1,0 +1,88 @@
+// Command airlock sits between an AI agent and the world: it takes a model's tool calls,
+// decides whether each may run, runs it in an isolated environment and answers with a result
+// and a receipt.
+//
+// Each subcommand lives in a file of its own and registers itself in init, so that the
+// dispatch below never changes when one is added.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand. run gets the arguments after the subcommand's name and returns
+// the process exit code.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdio stdio) int
+}
+
+// stdio carries the process's streams so that commands can be run in tests.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+var commands = map[string]command{}
+
+func register(c command) {
+	if _, dup := commands[c.name]; dup {
+		panic("airlock: duplicate command " + c.name)
+	}
+	commands[c.name] = c
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}))
+}
+
+func run(args []string, s stdio) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(s.err)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(s.err, "airlock: unknown command %q\n\n", args[0])
+		usage(s.err)
+		return 2
+	}
+	return c.run(args[1:], s)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: airlock COMMAND [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'airlock COMMAND --help' for a command's flags.")
+}
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func init() {
+	register(command{name: "version", summary: "print the version", run: func(args []string, s stdio) int {
+		if len(args) > 0 && strings.HasPrefix(args[0], "-") {
+			fmt.Fprintln(s.out, "Usage: airlock version")
+			return 0
+		}
+		fmt.Fprintln(s.out, "airlock", version)
+		return 0
+	}})
+}
