@@ -1,0 +1,39 @@
+package backend
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Duration is a configuration duration. In TOML it is either a number of seconds
+// (`timeout = 120`, `grace = 0.5`) or a Go duration string (`idle_ttl = "30m"`).
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// UnmarshalTOML implements toml.Unmarshaler.
+func (d *Duration) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case int64:
+		*d = Duration(time.Duration(x) * time.Second)
+	case float64:
+		*d = Duration(time.Duration(x * float64(time.Second)))
+	case string:
+		p, err := time.ParseDuration(x)
+		if err != nil {
+			return fmt.Errorf("duration %q: want seconds or a duration such as \"30s\": %w", x, err)
+		}
+		*d = Duration(p)
+	default:
+		return fmt.Errorf("duration: want seconds or a duration string, got %T", v)
+	}
+	if *d < 0 {
+		return fmt.Errorf("duration: must not be negative")
+	}
+	return nil
+}
+
+// MarshalJSON writes the duration as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }

@@ -1,0 +1,225 @@
+package configs
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/schema"
+)
+
+//go:embed *.schema.json
+var schemaFiles embed.FS
+
+// DefaultFile is the config file used when none is named and it exists in the current
+// directory.
+const DefaultFile = "airlock.toml"
+
+// Config is the whole configuration. Relative paths in it are resolved against Dir.
+type Config struct {
+	Environment Environment `toml:"environment"`
+	Ledger      Ledger      `toml:"ledger"`
+	Tools       Tools       `toml:"tools"`
+
+	// Dir is the directory relative paths are taken from: the config file's directory, or
+	// the current directory when there is no file. It is not read from TOML.
+	Dir string `toml:"-"`
+	// File is the path the config was loaded from, empty for defaults.
+	File string `toml:"-"`
+}
+
+// Environment selects and configures the backend.
+type Environment struct {
+	Type           string           `toml:"type"`
+	Workspace      string           `toml:"workspace"`
+	Timeout        backend.Duration `toml:"timeout"`
+	MaxOutputBytes int64            `toml:"max_output_bytes"`
+	EnvPassthrough []string         `toml:"env_passthrough"`
+	KillGrace      backend.Duration `toml:"kill_grace"`
+}
+
+// Ledger says where receipts go.
+type Ledger struct {
+	Path           string `toml:"path"`
+	StoreArguments bool   `toml:"store_arguments"`
+}
+
+// Tools holds settings shared by every tool.
+type Tools struct {
+	MaxOutputChars int `toml:"max_output_chars"`
+}
+
+// Default returns the configuration used when no file is given; Load starts from it.
+func Default() Config {
+	return Config{
+		Environment: Environment{
+			Type:           "local",
+			Workspace:      ".",
+			Timeout:        backend.Duration(120 * time.Second),
+			MaxOutputBytes: backend.DefaultMaxOutputBytes,
+			EnvPassthrough: append([]string(nil), backend.DefaultPassthrough...),
+			KillGrace:      backend.Duration(time.Second),
+		},
+		Ledger: Ledger{Path: ".airlock/receipts.jsonl"},
+		Tools:  Tools{MaxOutputChars: 50000},
+	}
+}
+
+// Error is a configuration problem, naming the file and every offending key.
+type Error struct {
+	File       string
+	Violations schema.Violations
+	Err        error
+}
+
+func (e *Error) Error() string {
+	where := e.File
+	if where == "" {
+		where = "config"
+	}
+	if len(e.Violations) > 0 {
+		return where + ": " + e.Violations.Error()
+	}
+	return where + ": " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Load reads, checks and validates a config file. An empty path means DefaultFile if it
+// exists in the current directory, else the defaults.
+func Load(path string) (*Config, error) {
+	if path == "" {
+		if _, err := os.Stat(DefaultFile); err != nil {
+			cfg := Default()
+			wd, err := os.Getwd()
+			if err != nil {
+				return nil, fmt.Errorf("config: %w", err)
+			}
+			cfg.Dir = wd
+			return &cfg, cfg.Validate()
+		}
+		path = DefaultFile
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{File: path, Err: err}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &Error{File: path, Err: err}
+	}
+	cfg, err := Parse(data, filepath.Dir(abs))
+	if err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			ce.File = path
+		}
+		return nil, err
+	}
+	cfg.File = abs
+	return cfg, nil
+}
+
+// Parse checks and decodes TOML text; dir is the directory relative paths are taken from.
+func Parse(data []byte, dir string) (*Config, error) {
+	var raw map[string]any
+	if _, err := toml.Decode(string(data), &raw); err != nil {
+		return nil, &Error{Err: fmt.Errorf("not valid TOML: %w", err)}
+	}
+	if vs := checkSchema(raw); len(vs) > 0 {
+		return nil, &Error{Violations: vs}
+	}
+	cfg := Default()
+	md, err := toml.Decode(string(data), &cfg)
+	if err != nil {
+		return nil, &Error{Err: err}
+	}
+	if undecoded := md.Undecoded(); len(undecoded) > 0 {
+		var vs schema.Violations
+		for _, k := range undecoded {
+			vs = append(vs, schema.Violation{Path: k.String(), Message: "unknown key"})
+		}
+		return nil, &Error{Violations: vs}
+	}
+	cfg.Dir = dir
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// Schema returns the compiled configuration schema.
+func Schema() (*schema.Schema, error) {
+	entries, err := schemaFiles.ReadDir(".")
+	if err != nil {
+		return nil, err
+	}
+	var res []schema.Resource
+	for _, e := range entries {
+		data, err := schemaFiles.ReadFile(e.Name())
+		if err != nil {
+			return nil, err
+		}
+		res = append(res, schema.Resource{URL: "https://airlock.dev/schema/" + e.Name(), Data: data})
+	}
+	return schema.Compile("https://airlock.dev/schema/airlock.schema.json", res...)
+}
+
+func checkSchema(raw map[string]any) schema.Violations {
+	s, err := Schema()
+	if err != nil {
+		return schema.Violations{{Path: "schema", Message: err.Error()}}
+	}
+	// TOML values become what encoding/json would produce, which is what the validator
+	// expects (datetimes turn into strings and so fail any non-string key).
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return schema.Violations{{Path: "", Message: err.Error()}}
+	}
+	return s.ValidateJSON("", data)
+}
+
+// Validate checks what the schema cannot.
+func (c *Config) Validate() error {
+	var vs schema.Violations
+	if c.Environment.Timeout.D() <= 0 {
+		vs = append(vs, schema.Violation{Path: "environment.timeout", Message: "must be greater than 0"})
+	}
+	for _, p := range c.Environment.EnvPassthrough {
+		if backend.IsSecretName(strings.TrimRight(p, "*?")) && !strings.ContainsAny(p, "*?[") {
+			vs = append(vs, schema.Violation{Path: "environment.env_passthrough",
+				Message: fmt.Sprintf("%q looks like a secret and would never be passed; remove it", p)})
+		}
+	}
+	if len(vs) > 0 {
+		return &Error{File: c.File, Violations: vs}
+	}
+	return nil
+}
+
+// Abs resolves a path from the config against Dir.
+func (c *Config) Abs(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, p[2:])
+		}
+	}
+	return filepath.Join(c.Dir, p)
+}
+
+// WorkspaceDir is the local workspace's absolute path.
+func (c *Config) WorkspaceDir() string { return c.Abs(c.Environment.Workspace) }
+
+// LedgerPath is the ledger's absolute path.
+func (c *Config) LedgerPath() string { return c.Abs(c.Ledger.Path) }
