@@ -43,6 +43,11 @@ type Request struct {
 	// MaxOutputBytes caps what is kept of each of stdout and stderr; zero means the
 	// environment's default.
 	MaxOutputBytes int64
+	// Stdout and Stderr, when set, receive a live copy of the output as it arrives (for a
+	// person watching `airlock exec`). What the Result keeps is capped either way; backends
+	// that cannot stream write the kept output here once the command ends.
+	Stdout io.Writer
+	Stderr io.Writer
 }
 
 // Validate reports a request that no environment can run.

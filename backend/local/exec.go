@@ -84,8 +84,8 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 
 	var drained sync.WaitGroup
 	drained.Add(2)
-	go drain(&drained, outR, stdout)
-	go drain(&drained, errR, stderr)
+	go drain(&drained, outR, tee(stdout, req.Stdout))
+	go drain(&drained, errR, tee(stderr, req.Stderr))
 
 	done := make(chan struct{})
 	var timedOut, cancelled bool
@@ -159,6 +159,22 @@ func (e *Env) resolveDir(dir string) (string, error) {
 		return "", fmt.Errorf("%w: working directory %q resolves to %s", backend.ErrOutsideWorkspace, dir, real)
 	}
 	return real, nil
+}
+
+// tee adds a live copy to w when the caller asked for one. A failing live writer never
+// stops the capture.
+func tee(buf *backend.CappedBuffer, live io.Writer) io.Writer {
+	if live == nil {
+		return buf
+	}
+	return io.MultiWriter(buf, bestEffort{live})
+}
+
+type bestEffort struct{ w io.Writer }
+
+func (b bestEffort) Write(p []byte) (int, error) {
+	_, _ = b.w.Write(p)
+	return len(p), nil
 }
 
 func drain(wg *sync.WaitGroup, r io.Reader, w io.Writer) {

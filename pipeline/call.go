@@ -1,0 +1,72 @@
+package pipeline
+
+import (
+	"encoding/json"
+
+	"github.com/airlock-dev/airlock/receipt"
+)
+
+// Call is a model's tool call.
+type Call struct {
+	ID        string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Status is how a call ended, as the model is told.
+type Status string
+
+// Statuses.
+const (
+	StatusOK          Status = "ok"
+	StatusFailed      Status = "failed"
+	StatusDenied      Status = "denied"
+	StatusBlocked     Status = "blocked"
+	StatusTimeout     Status = "timeout"
+	StatusCancelled   Status = "cancelled"
+	StatusInterrupted Status = "interrupted"
+)
+
+// Stable error codes of the pipeline itself. Policy, approval and tools add their own.
+const (
+	CodeUnknownTool           = "unknown_tool"
+	CodeInputValidation       = "input_validation_failed"
+	CodeOutputValidation      = "output_validation_failed"
+	CodeHandlerFailed         = "handler_failed"
+	CodePreHookBlocked        = "pre_hook_blocked"
+	CodePolicyError           = "policy_error"
+	CodeTimeout               = "timeout"
+	CodeCancelled             = "cancelled"
+	CodeInterrupted           = "interrupted"
+	CodeToolNotAllowed        = "tool_not_allowed"
+	CodeInvalidPath           = "invalid_path"
+	CodeDenialBudgetExhausted = "denial_budget_exhausted"
+	CodeApprovalRequired      = "approval_required"
+)
+
+// Metadata is what the model and the operator learn about a call beyond its content.
+type Metadata struct {
+	DurationMS  int64    `json:"duration_ms"`
+	OutputChars int      `json:"output_chars"`
+	Truncated   bool     `json:"truncated"`
+	ExitCode    *int     `json:"exit_code,omitempty"`
+	QueuedMS    *int64   `json:"queued_ms,omitempty"`
+	StartedAt   string   `json:"started_at,omitempty"`
+	EndedAt     string   `json:"ended_at,omitempty"`
+	Backend     string   `json:"backend,omitempty"`
+	Notes       []string `json:"notes,omitempty"`
+}
+
+// Result is what one call comes back as.
+type Result struct {
+	CallID       string           `json:"call_id"`
+	ToolName     string           `json:"tool_name"`
+	Status       Status           `json:"status"`
+	ErrorCode    string           `json:"error_code,omitempty"`
+	ErrorMessage string           `json:"error_message,omitempty"`
+	Retryable    bool             `json:"retryable"`
+	Content      string           `json:"content"`
+	Data         any              `json:"data,omitempty"`
+	Metadata     Metadata         `json:"metadata"`
+	Receipt      *receipt.Receipt `json:"receipt"`
+}

@@ -1,0 +1,91 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/tool"
+)
+
+// Decision is what policy or approval decided about a call.
+type Decision string
+
+// Decisions.
+const (
+	Allow Decision = "allow"
+	Deny  Decision = "deny"
+	// Ask means a person must answer; it is recorded while the call waits.
+	Ask Decision = "ask"
+)
+
+// Verdict is a policy's or approver's answer.
+type Verdict struct {
+	Decision Decision
+	// Code is a stable snake_case reason: "outside_roots", "approval_required", "auto_approved".
+	Code string
+	// Message tells the model what it may do instead.
+	Message string
+	// DecidedBy names the rule, hook or approver that decided.
+	DecidedBy string
+	Retryable bool
+	// Risk is the classifier's verdict on a command, where approval made one.
+	Risk string
+	// Paths are the resolved paths, in the order of the call's PathRefs. Policy fills them;
+	// the handler and the scheduler use them.
+	Paths []tool.ResolvedPath
+}
+
+// Request is what policy and approval see of a call: its validated arguments, the tool's
+// definition, the paths it names and the environment it would run in.
+type Request struct {
+	Call      Call
+	Tool      *tool.Tool
+	Args      json.RawMessage
+	PathRefs  []tool.PathRef
+	Env       backend.Environment
+	SessionID string
+	// Paths holds policy's resolved paths when approval runs.
+	Paths []tool.ResolvedPath
+	// OnWait is set for approval: call it just before blocking on a person, so the ledger
+	// records the call as waiting.
+	OnWait func()
+}
+
+// Policy decides whether a call may run at all: tool allowlist, paths, sizes. It must not
+// have side effects on the environment beyond reading it.
+type Policy interface {
+	Check(ctx context.Context, req *Request) (Verdict, error)
+}
+
+// Approval decides whether an allowed call runs now, waits for a person, or is refused.
+type Approval interface {
+	Approve(ctx context.Context, req *Request) (Verdict, error)
+}
+
+// PreHook runs after approval and before the handler. Returning block=true stops the call
+// with pre_hook_blocked and the given reason.
+type PreHook interface {
+	Name() string
+	Before(ctx context.Context, req *Request) (block bool, reason string, err error)
+}
+
+// PostHook observes a finished call. It cannot change the result.
+type PostHook interface {
+	Name() string
+	After(ctx context.Context, req *Request, res Result)
+}
+
+// AllowAll is the policy and approval that allow everything: the seam's default until a
+// real one is configured. Paths pass through unresolved-but-cleaned by the pipeline.
+type AllowAll struct{}
+
+// Check allows.
+func (AllowAll) Check(context.Context, *Request) (Verdict, error) {
+	return Verdict{Decision: Allow, Code: "allowed", DecidedBy: "policy:default"}, nil
+}
+
+// Approve allows.
+func (AllowAll) Approve(context.Context, *Request) (Verdict, error) {
+	return Verdict{Decision: Allow, Code: "auto_approved", DecidedBy: "approval:default"}, nil
+}

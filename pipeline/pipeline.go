@@ -1,0 +1,583 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/concurrency"
+	"github.com/airlock-dev/airlock/receipt"
+	"github.com/airlock-dev/airlock/tool"
+)
+
+// Ledger is where receipts go; *receipt.Ledger implements it.
+type Ledger interface {
+	Append(event string, r *receipt.Receipt) error
+}
+
+// Options configure a Pipeline. Registry and Env are required.
+type Options struct {
+	Registry *tool.Registry
+	Env      backend.Environment
+	// Ledger receives every receipt; nil keeps them only in results.
+	Ledger    Ledger
+	Policy    Policy
+	Approval  Approval
+	PreHooks  []PreHook
+	PostHooks []PostHook
+	Logger    hclog.Logger
+	// StoreArguments keeps raw arguments in receipts; otherwise only their hash.
+	StoreArguments bool
+	// MaxOutputChars applies to tools whose output policy sets no limit.
+	MaxOutputChars int
+	// SessionID ties calls together for denial budgets and approvals cached per session.
+	SessionID string
+	// Session keeps per-session state; nil keeps it in memory for the pipeline's life.
+	Session Session
+	// DenialBudget is how many denials a session may collect before every further call is
+	// refused with denial_budget_exhausted; zero means 20, negative means no budget.
+	DenialBudget int
+	// MaxWorkers bounds how many calls of a batch run at once; zero means 8.
+	MaxWorkers int
+	// NeverParallel names tools that run alone: everything before finishes first.
+	NeverParallel []string
+}
+
+// Pipeline runs tool calls. It is safe for concurrent use.
+type Pipeline struct {
+	opts    Options
+	log     hclog.Logger
+	sched   *concurrency.Scheduler
+	session Session
+	backend string
+	never   map[string]bool
+}
+
+// New checks opts and returns a pipeline.
+func New(opts Options) (*Pipeline, error) {
+	if opts.Registry == nil {
+		return nil, errors.New("pipeline: registry is required")
+	}
+	if opts.Env == nil {
+		return nil, errors.New("pipeline: environment is required")
+	}
+	if opts.Policy == nil {
+		opts.Policy = AllowAll{}
+	}
+	if opts.Approval == nil {
+		opts.Approval = AllowAll{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.MaxOutputChars <= 0 {
+		opts.MaxOutputChars = 50000
+	}
+	if opts.DenialBudget == 0 {
+		opts.DenialBudget = 20
+	}
+	if opts.Session == nil {
+		opts.Session = NewMemorySession()
+	}
+	sched, err := concurrency.New(concurrency.Options{MaxWorkers: opts.MaxWorkers})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	never := map[string]bool{}
+	for _, n := range opts.NeverParallel {
+		never[n] = true
+	}
+	return &Pipeline{
+		opts:    opts,
+		log:     opts.Logger.Named("pipeline"),
+		sched:   sched,
+		session: opts.Session,
+		backend: opts.Env.Describe().Kind,
+		never:   never,
+	}, nil
+}
+
+// Registry returns the pipeline's tool registry.
+func (p *Pipeline) Registry() *tool.Registry { return p.opts.Registry }
+
+// Run runs one call.
+func (p *Pipeline) Run(ctx context.Context, c Call) Result {
+	return p.RunBatch(ctx, []Call{c})[0]
+}
+
+// flight is one call on its way through the pipeline.
+type flight struct {
+	call    Call
+	tool    *tool.Tool
+	req     *Request
+	rec     *receipt.Receipt
+	result  *Result // set once the call is over
+	started time.Time
+	queued  time.Duration
+	mu      sync.Mutex
+}
+
+// RunBatch runs a model's calls: each is decided in input order, then the allowed ones run
+// through the scheduler, concurrently where their paths do not conflict. Results come back
+// in input order.
+func (p *Pipeline) RunBatch(ctx context.Context, calls []Call) []Result {
+	flights := make([]*flight, len(calls))
+	for i, c := range calls {
+		flights[i] = p.decide(ctx, c, i)
+	}
+	tasks := make([]concurrency.Task, len(flights))
+	for i, f := range flights {
+		tasks[i] = concurrency.Task{Scope: p.scope(f), Run: func(ctx context.Context) { p.execute(ctx, f) }}
+	}
+	timings := p.sched.Run(ctx, tasks)
+	out := make([]Result, len(flights))
+	for i, f := range flights {
+		if f.result == nil && timings[i].Cancelled {
+			p.finish(f, StatusCancelled, CodeCancelled, "the batch was cancelled before this call started", receipt.NotExecuted)
+			p.complete(f)
+		}
+		if f.result == nil { // cannot happen: every path sets a result
+			p.finish(f, StatusFailed, CodePolicyError, "call ended without a result", receipt.NotExecuted)
+			p.complete(f)
+		}
+		if timings[i].Started {
+			q := timings[i].Queued.Milliseconds()
+			f.result.Metadata.QueuedMS = &q
+		}
+		out[i] = *f.result
+	}
+	return out
+}
+
+// decide takes a call through registry, schema, policy, approval and pre-hooks. A call
+// refused at any step leaves with its result and receipt written.
+func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
+	c.Arguments = normalizeArgs(c.Arguments)
+	if c.ID == "" {
+		c.ID = GenerateCallID(c, index)
+	}
+	f := &flight{call: c, rec: p.newReceipt(c)}
+	log := p.log.With("call_id", c.ID, "tool", c.Name)
+
+	if p.opts.DenialBudget > 0 && p.session.Denials() >= p.opts.DenialBudget {
+		p.deny(f, Verdict{Code: CodeDenialBudgetExhausted, DecidedBy: "session:denial_budget",
+			Message: fmt.Sprintf("this session reached its limit of %d denied calls; no further calls are accepted", p.opts.DenialBudget)},
+			StatusDenied)
+		return f
+	}
+	t, ok := p.opts.Registry.Lookup(c.Name)
+	if !ok {
+		p.deny(f, Verdict{Code: CodeUnknownTool, DecidedBy: "registry", Retryable: true,
+			Message: fmt.Sprintf("no tool named %q; available tools: %s", c.Name, strings.Join(p.opts.Registry.Names(), ", "))},
+			StatusDenied)
+		return f
+	}
+	f.tool = t
+	if vs := t.ValidateInput(c.Arguments); len(vs) > 0 {
+		p.deny(f, Verdict{Code: CodeInputValidation, DecidedBy: "schema:input", Retryable: true,
+			Message: "invalid arguments: " + vs.Error()}, StatusFailed)
+		return f
+	}
+	var refs []tool.PathRef
+	if t.Paths != nil {
+		var err error
+		if refs, err = t.Paths(c.Arguments); err != nil {
+			p.deny(f, Verdict{Code: CodeInvalidPath, DecidedBy: "tool:paths", Retryable: true, Message: err.Error()}, StatusDenied)
+			return f
+		}
+	}
+	f.req = &Request{Call: c, Tool: t, Args: c.Arguments, PathRefs: refs, Env: p.opts.Env, SessionID: p.opts.SessionID}
+
+	v, err := guard("policy", func() (Verdict, error) { return p.opts.Policy.Check(ctx, f.req) })
+	if err != nil {
+		log.Error("policy failed", "error", err)
+		p.deny(f, Verdict{Code: CodePolicyError, DecidedBy: "policy", Message: "policy could not decide: " + err.Error()}, StatusDenied)
+		return f
+	}
+	f.rec.Paths = resolvedNames(v.Paths)
+	if v.Decision != Allow {
+		p.deny(f, v, StatusDenied)
+		return f
+	}
+	f.req.Paths = v.Paths
+	if len(f.req.Paths) == 0 && len(refs) > 0 {
+		f.req.Paths = lexicalPaths(p.opts.Env.Describe().Workspace, refs)
+	}
+	decidedBy := []string{v.DecidedBy}
+
+	f.req.OnWait = func() {
+		f.rec.Decision = string(Ask)
+		f.rec.ReasonCode = "awaiting_approval"
+		f.rec.Outcome = receipt.Interrupted
+		p.appendLedger(receipt.EventPending, f.rec)
+	}
+	a, err := guard("approval", func() (Verdict, error) { return p.opts.Approval.Approve(ctx, f.req) })
+	f.req.OnWait = nil
+	if err != nil {
+		log.Error("approval failed", "error", err)
+		p.deny(f, Verdict{Code: CodePolicyError, DecidedBy: "approval", Message: "approval could not decide: " + err.Error()}, StatusDenied)
+		return f
+	}
+	if a.Decision != Allow {
+		if a.Decision == Ask { // an approver must answer, not defer: nobody did
+			a.Code, a.Message = CodeApprovalRequired, "this call needs a person's approval and none was given"
+		}
+		p.deny(f, a, StatusDenied)
+		return f
+	}
+	decidedBy = append(decidedBy, a.DecidedBy)
+
+	for _, h := range p.opts.PreHooks {
+		hv, err := guard("pre-hook "+h.Name(), func() (Verdict, error) {
+			block, reason, err := h.Before(ctx, f.req)
+			if err != nil || !block {
+				return Verdict{}, err
+			}
+			return Verdict{Decision: Deny, Message: reason}, nil
+		})
+		switch {
+		case err != nil:
+			log.Error("pre-hook failed", "hook", h.Name(), "error", err)
+			p.deny(f, Verdict{Code: CodePolicyError, DecidedBy: "pre_hook:" + h.Name(), Message: "pre-hook failed: " + err.Error()}, StatusDenied)
+			return f
+		case hv.Decision == Deny:
+			p.deny(f, Verdict{Code: CodePreHookBlocked, DecidedBy: "pre_hook:" + h.Name(), Message: hv.Message}, StatusBlocked)
+			return f
+		}
+	}
+	now := time.Now().UTC()
+	f.rec.Decision, f.rec.ReasonCode, f.rec.DecidedBy, f.rec.DecidedAt = string(Allow), a.Code, strings.Join(decidedBy, ", "), &now
+	f.rec.Risk = a.Risk
+	return f
+}
+
+// scope tells the scheduler what a call touches.
+func (p *Pipeline) scope(f *flight) concurrency.Scope {
+	if f.result != nil {
+		return concurrency.Scope{Skip: true}
+	}
+	s := concurrency.Scope{NeverParallel: p.never[f.tool.Name]}
+	for _, rp := range f.req.Paths {
+		acc := concurrency.Read
+		if rp.Access == tool.Write {
+			acc = concurrency.Write
+		}
+		s.Paths = append(s.Paths, concurrency.PathAccess{Path: rp.Resolved, Access: acc})
+	}
+	if sc, ok := p.opts.Approval.(Scoper); ok {
+		s.Paths = append(s.Paths, sc.Scope(f.req)...)
+	}
+	if !f.tool.ParallelSafe && len(s.Paths) == 0 {
+		s.Exclusive = true
+	}
+	return s
+}
+
+// Scoper lets an approval add to a call's scope: a terminal command judged read-only reads
+// the workspace, anything else writes it.
+type Scoper interface {
+	Scope(req *Request) []concurrency.PathAccess
+}
+
+// execute runs an allowed call's handler and checks its output.
+func (p *Pipeline) execute(ctx context.Context, f *flight) {
+	defer p.complete(f)
+	log := p.log.With("call_id", f.call.ID, "tool", f.call.Name)
+	if ctx.Err() != nil {
+		p.finish(f, StatusCancelled, CodeCancelled, "the batch was cancelled before this call started", receipt.NotExecuted)
+		return
+	}
+	f.rec.DispatchStarted = true
+	f.rec.Outcome = receipt.Interrupted // until the handler says otherwise
+	if err := p.appendLedgerErr(receipt.EventDispatched, f.rec); err != nil {
+		// No run without a record of it.
+		f.rec.DispatchStarted = false
+		p.finish(f, StatusFailed, "ledger_error", "the receipt ledger could not be written: "+err.Error(), receipt.NotExecuted)
+		return
+	}
+	timeout := f.tool.Timeout
+	if timeout == 0 {
+		timeout = p.opts.Env.Describe().Limits.DefaultTimeout
+	}
+	inv := &tool.Invocation{
+		CallID: f.call.ID, SessionID: p.opts.SessionID, Args: f.call.Arguments,
+		Paths: map[string]tool.ResolvedPath{}, Env: p.opts.Env, Timeout: timeout, Log: log,
+	}
+	for _, rp := range f.req.Paths {
+		inv.Paths[rp.Arg] = rp
+	}
+	hctx, cancel := handlerContext(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	f.started = start
+	st := start.UTC()
+	f.rec.HandlerStarted, f.rec.StartedAt = true, &st
+	out, err := runHandler(hctx, f.tool.Handler, inv)
+	elapsed := time.Since(start)
+	switch {
+	case err != nil:
+		log.Warn("handler failed", "error", err)
+		f.result = nil
+		r := p.finish(f, StatusFailed, CodeHandlerFailed, err.Error(), receipt.ExecutionFailed)
+		r.Retryable = errors.Is(err, backend.ErrUnavailable)
+		r.Metadata.DurationMS = elapsed.Milliseconds()
+		return
+	case out == nil:
+		out = &tool.Output{}
+	}
+	if vs := f.tool.ValidateOutput(out.Data); len(vs) > 0 {
+		log.Error("output failed its schema", "error", vs.Error())
+		r := p.finish(f, StatusFailed, CodeOutputValidation, "the tool's output broke its schema: "+vs.Error(), receipt.Executed)
+		r.Metadata.DurationMS = elapsed.Milliseconds()
+		r.Metadata.ExitCode = out.ExitCode
+		return
+	}
+	status, code, outcome := StatusOK, out.ErrorCode, receipt.Executed
+	switch out.Status {
+	case tool.StatusFailed:
+		status = StatusFailed
+	case tool.StatusTimeout:
+		status, outcome = StatusTimeout, receipt.Timeout
+		if code == "" {
+			code = CodeTimeout
+		}
+	case tool.StatusInterrupted:
+		status, outcome = StatusInterrupted, receipt.Interrupted
+		if code == "" {
+			code = CodeInterrupted
+		}
+	}
+	r := p.finish(f, status, code, out.ErrorMessage, outcome)
+	r.Retryable = out.Retryable
+	content, cut := p.shape(f.tool, out.Content)
+	r.Content = content
+	r.Data = out.Data
+	r.Metadata.DurationMS = elapsed.Milliseconds()
+	r.Metadata.OutputChars = utf8.RuneCountInString(out.Content)
+	r.Metadata.Truncated = cut || out.Truncated
+	r.Metadata.ExitCode = out.ExitCode
+	r.Metadata.Notes = out.Notes
+	f.rec.ExitCode = out.ExitCode
+}
+
+// handlerContext gives the handler the call's context with a safety deadline well past the
+// tool's own timeout: handlers enforce their timeout themselves (so that a timeout is
+// reported as one and kills the process tree); this only stops a handler that ignores it.
+func handlerContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, timeout+30*time.Second)
+}
+
+// runHandler calls h, turning a panic into an error.
+func runHandler(ctx context.Context, h tool.Handler, inv *tool.Invocation) (out *tool.Output, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panicked: %v", r)
+			inv.Log.Error("handler panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	return h(ctx, inv)
+}
+
+// guard runs a policy, approval or hook step, turning a panic into an error so that it
+// fails closed.
+func guard(step string, fn func() (Verdict, error)) (v Verdict, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = Verdict{}, fmt.Errorf("%s panicked: %v", step, r)
+		}
+	}()
+	return fn()
+}
+
+// deny ends a call that will not run.
+func (p *Pipeline) deny(f *flight, v Verdict, status Status) {
+	now := time.Now().UTC()
+	f.rec.Decision = string(Deny)
+	f.rec.ReasonCode = v.Code
+	f.rec.DecidedBy = v.DecidedBy
+	f.rec.DecidedAt = &now
+	if v.Code != CodeDenialBudgetExhausted && v.Code != CodeUnknownTool && v.Code != CodeInputValidation {
+		p.session.AddDenial()
+	}
+	msg := v.Message
+	if msg == "" {
+		msg = fmt.Sprintf("refused by %s (%s)", v.DecidedBy, v.Code)
+	}
+	r := p.finish(f, status, v.Code, msg, receipt.NotExecuted)
+	r.Retryable = v.Retryable
+	if len(v.Paths) > 0 {
+		f.rec.Paths = resolvedNames(v.Paths)
+	}
+	p.complete(f)
+}
+
+// finish sets the call's result and writes its completed receipt. It returns the result so
+// callers can add to it; the receipt pointer is shared, so later changes to f.rec show in
+// the result but not in the ledger line already written — callers set the receipt first.
+func (p *Pipeline) finish(f *flight, status Status, code, msg string, outcome receipt.Outcome) *Result {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now().UTC()
+	f.rec.Outcome = outcome
+	f.rec.Status = string(status)
+	f.rec.ErrorCode = code
+	f.rec.FinishedAt = &now
+	if f.rec.Decision == "" {
+		f.rec.Decision = string(Deny)
+	}
+	content := msg
+	if content == "" && status != StatusOK {
+		content = string(status)
+	}
+	r := &Result{
+		CallID: f.call.ID, ToolName: f.call.Name, Status: status, ErrorCode: code,
+		ErrorMessage: msg, Content: content, Receipt: f.rec,
+		Metadata: Metadata{Backend: p.backend},
+	}
+	if status == StatusOK {
+		r.ErrorMessage, r.Content = "", ""
+	}
+	if !f.started.IsZero() {
+		r.Metadata.StartedAt = f.started.UTC().Format(time.RFC3339Nano)
+		r.Metadata.EndedAt = now.Format(time.RFC3339Nano)
+	}
+	f.result = r
+	return r
+}
+
+// complete writes the final receipt line once the result is settled, then lets the
+// post-hooks look at it. A post-hook cannot change the result: it gets a copy, and its
+// panics are logged and dropped.
+func (p *Pipeline) complete(f *flight) {
+	p.appendLedger(receipt.EventCompleted, f.rec)
+	for _, h := range p.opts.PostHooks {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					p.log.Error("post-hook panicked", "hook", h.Name(), "call_id", f.call.ID, "panic", fmt.Sprint(r))
+				}
+			}()
+			cp := *f.result
+			rc := *f.rec
+			cp.Receipt = &rc
+			h.After(context.Background(), f.req, cp)
+		}()
+	}
+}
+
+func (p *Pipeline) appendLedger(event string, r *receipt.Receipt) {
+	if err := p.appendLedgerErr(event, r); err != nil {
+		p.log.Error("ledger append failed", "call_id", r.CallID, "event", event, "error", err)
+	}
+}
+
+func (p *Pipeline) appendLedgerErr(event string, r *receipt.Receipt) error {
+	if p.opts.Ledger == nil {
+		return nil
+	}
+	cp := *r
+	return p.opts.Ledger.Append(event, &cp)
+}
+
+// shape applies the tool's output policy to what the model reads.
+func (p *Pipeline) shape(t *tool.Tool, content string) (string, bool) {
+	if t.Output.Mode == tool.Full {
+		return content, false
+	}
+	limit := t.Output.MaxChars
+	if limit <= 0 {
+		limit = p.opts.MaxOutputChars
+	}
+	return HeadTail(content, limit)
+}
+
+// HeadTail keeps the first and last limit/2 characters of s with a marker between them.
+func HeadTail(s string, limit int) (string, bool) {
+	n := utf8.RuneCountInString(s)
+	if limit <= 0 || n <= limit {
+		return s, false
+	}
+	runes := []rune(s)
+	head, tail := limit-limit/2, limit/2
+	return string(runes[:head]) +
+		fmt.Sprintf("\n[... airlock: %d characters truncated ...]\n", n-head-tail) +
+		string(runes[n-tail:]), true
+}
+
+func (p *Pipeline) newReceipt(c Call) *receipt.Receipt {
+	r := &receipt.Receipt{
+		CallID: c.ID, ToolName: c.Name, SessionID: p.opts.SessionID,
+		ArgumentsSHA256: receipt.HashArguments(c.Arguments),
+		ReceivedAt:      time.Now().UTC(), Backend: p.backend,
+	}
+	if p.opts.StoreArguments {
+		r.Arguments = receipt.Canonical(c.Arguments)
+	}
+	return r
+}
+
+// normalizeArgs turns absent arguments into an empty object and a JSON string holding an
+// object (the OpenAI wire form) into the object.
+func normalizeArgs(a json.RawMessage) json.RawMessage {
+	s := strings.TrimSpace(string(a))
+	if s == "" || s == "null" {
+		return json.RawMessage("{}")
+	}
+	if strings.HasPrefix(s, `"`) {
+		var inner string
+		if err := json.Unmarshal(a, &inner); err == nil {
+			return json.RawMessage(inner)
+		}
+	}
+	return a
+}
+
+// GenerateCallID derives a stable ID for a call that came without one: the same call at the
+// same position in a batch always gets the same ID.
+func GenerateCallID(c Call, index int) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\x00%s\x00", index, c.Name)
+	h.Write(receipt.Canonical(c.Arguments))
+	return "call_" + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func resolvedNames(ps []tool.ResolvedPath) []string {
+	var out []string
+	for _, p := range ps {
+		if p.Resolved != "" {
+			out = append(out, p.Resolved)
+		} else {
+			out = append(out, p.Raw)
+		}
+	}
+	return out
+}
+
+// lexicalPaths stands in for a policy that resolved nothing: paths joined with the
+// workspace and cleaned, so the scheduler still sees them.
+func lexicalPaths(ws string, refs []tool.PathRef) []tool.ResolvedPath {
+	out := make([]tool.ResolvedPath, len(refs))
+	for i, r := range refs {
+		p := r.Path
+		if !path.IsAbs(p) {
+			p = path.Join(ws, p)
+		}
+		out[i] = tool.ResolvedPath{Arg: r.Arg, Raw: r.Path, Resolved: path.Clean(p), Access: r.Access}
+	}
+	return out
+}

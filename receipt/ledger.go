@@ -1,0 +1,279 @@
+package receipt
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Event types.
+const (
+	EventDispatched = "dispatched"
+	EventPending    = "pending"
+	EventCompleted  = "completed"
+	EventRecovered  = "ledger_recovered"
+)
+
+// genesis is the "previous hash" of the first line.
+var genesis = hex.EncodeToString(make([]byte, sha256.Size))
+
+// Line is one ledger line.
+type Line struct {
+	Seq     int64     `json:"seq"`
+	Prev    string    `json:"prev"`
+	Time    time.Time `json:"time"`
+	Event   string    `json:"event"`
+	Receipt *Receipt  `json:"receipt,omitempty"`
+	// Note explains recovery events.
+	Note string `json:"note,omitempty"`
+	// Hash is the SHA-256 of the line as written without this field: it seals the line
+	// itself, so that even the last line, which no later line vouches for, cannot be edited
+	// unnoticed. It is always the line's last field.
+	Hash string `json:"hash"`
+}
+
+// Ledger appends hash-chained receipt events to a JSON Lines file. It is safe for concurrent
+// use, and several processes may share one file: each append takes an exclusive lock and
+// re-reads the chain's tail when another process wrote since.
+type Ledger struct {
+	mu   sync.Mutex
+	f    *os.File
+	path string
+	// What this process last saw at the end of the file.
+	size int64
+	seq  int64
+	prev string
+}
+
+// Open opens or creates the ledger at path. A torn last line left by a crash is cut off and
+// a ledger_recovered event, chained to the last good line, records its length and hash.
+func Open(path string) (*Ledger, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	l := &Ledger{f: f, path: path, prev: genesis, size: -1}
+	if err := l.withLock(func() error { return nil }); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Path returns the ledger's file name.
+func (l *Ledger) Path() string { return l.path }
+
+// Append writes one event for r and syncs it to disk.
+func (l *Ledger) Append(event string, r *Receipt) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.withLock(func() error { return l.appendLocked(Line{Event: event, Receipt: r}) })
+}
+
+// Close closes the file.
+func (l *Ledger) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
+
+// withLock takes the file lock, brings the chain's tail up to date if the file changed
+// since this process last wrote, and runs fn.
+func (l *Ledger) withLock(fn func() error) error {
+	if l.f == nil {
+		return errors.New("ledger: closed")
+	}
+	if err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("ledger lock: %w", err)
+	}
+	defer func() { _ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN) }()
+	fi, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	if fi.Size() != l.size {
+		if err := l.reloadTail(); err != nil {
+			return err
+		}
+	}
+	return fn()
+}
+
+// reloadTail reads the file to find the last good line, cutting a torn tail.
+func (l *Ledger) reloadTail() error {
+	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	data, err := io.ReadAll(l.f)
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	good := len(data)
+	if i := bytes.LastIndexByte(data, '\n'); i != len(data)-1 {
+		good = i + 1 // a last line without its newline is torn
+	}
+	torn := data[good:]
+	l.seq, l.prev = 0, genesis
+	if good > 0 {
+		body := data[:good-1]
+		last := body
+		if j := bytes.LastIndexByte(body, '\n'); j >= 0 {
+			last = body[j+1:]
+		}
+		ln, err := parseLine(last)
+		if err != nil {
+			return fmt.Errorf("ledger %s: last line: %w (run 'airlock receipts verify')", l.path, err)
+		}
+		l.seq = ln.Seq
+		l.prev = ln.Hash
+	}
+	l.size = int64(good)
+	if len(torn) > 0 {
+		if err := l.f.Truncate(int64(good)); err != nil {
+			return fmt.Errorf("ledger: cut torn line: %w", err)
+		}
+		sum := sha256.Sum256(torn)
+		note := fmt.Sprintf("cut a torn last line of %d bytes, sha256 %s", len(torn), hex.EncodeToString(sum[:]))
+		return l.appendLocked(Line{Event: EventRecovered, Note: note})
+	}
+	return nil
+}
+
+func (l *Ledger) appendLocked(ln Line) error {
+	ln.Seq = l.seq + 1
+	ln.Prev = l.prev
+	if ln.Time.IsZero() {
+		ln.Time = time.Now().UTC()
+	}
+	data, hash, err := seal(ln)
+	if err != nil {
+		return fmt.Errorf("ledger encode: %w", err)
+	}
+	if _, err := l.f.Write(append(data, '\n')); err != nil {
+		return fmt.Errorf("ledger write: %w", err)
+	}
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("ledger sync: %w", err)
+	}
+	l.seq = ln.Seq
+	l.prev = hash
+	l.size += int64(len(data) + 1)
+	return nil
+}
+
+// seal encodes ln with its Hash as the last field, computed over the encoding without it.
+func seal(ln Line) ([]byte, string, error) {
+	ln.Hash = ""
+	body, err := json.Marshal(ln)
+	if err != nil {
+		return nil, "", err
+	}
+	body = bytes.TrimSuffix(body, []byte(`,"hash":""}`))
+	sum := sha256.Sum256(append(body, '}'))
+	ln.Hash = hex.EncodeToString(sum[:])
+	out := append(body, `,"hash":"`...)
+	out = append(out, ln.Hash...)
+	return append(out, `"}`...), ln.Hash, nil
+}
+
+// parseLine decodes one line and checks its seal.
+func parseLine(b []byte) (Line, error) {
+	var ln Line
+	if err := json.Unmarshal(b, &ln); err != nil {
+		return ln, fmt.Errorf("not a ledger line: %w", err)
+	}
+	suffix := `,"hash":"` + ln.Hash + `"}`
+	if len(ln.Hash) != 64 || !bytes.HasSuffix(b, []byte(suffix)) {
+		return ln, errors.New("line has no seal (hash) as its last field")
+	}
+	sum := sha256.Sum256(append(append([]byte{}, b[:len(b)-len(suffix)]...), '}'))
+	if hex.EncodeToString(sum[:]) != ln.Hash {
+		return ln, errors.New("line does not match its own hash (it was changed)")
+	}
+	return ln, nil
+}
+
+// VerifyError names the first line that breaks the chain.
+type VerifyError struct {
+	Line   int // 1-based line number in the file
+	Reason string
+	// Torn is set when the only problem is an incomplete last line (a crash while writing).
+	Torn bool
+}
+
+func (e *VerifyError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
+
+// Verify reads a ledger and checks every line's sequence number and previous-line hash. It
+// returns the number of good lines, and a *VerifyError for the first bad one.
+func Verify(r io.Reader) (int, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	prev, n := genesis, 0
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) == 0 && err == io.EOF {
+			return n, nil
+		}
+		if err != nil && err != io.EOF {
+			return n, err
+		}
+		lineNo := n + 1
+		if err == io.EOF { // no trailing newline
+			return n, &VerifyError{Line: lineNo, Reason: "torn last line (incomplete write)", Torn: true}
+		}
+		ln, perr := parseLine(line[:len(line)-1])
+		if perr != nil {
+			return n, &VerifyError{Line: lineNo, Reason: perr.Error()}
+		}
+		if ln.Seq != int64(lineNo) {
+			return n, &VerifyError{Line: lineNo, Reason: fmt.Sprintf("sequence %d, want %d (line removed or reordered)", ln.Seq, lineNo)}
+		}
+		if ln.Prev != prev {
+			return n, &VerifyError{Line: lineNo, Reason: "previous-line hash does not match (this or the previous line was changed)"}
+		}
+		prev = ln.Hash
+		n++
+	}
+}
+
+// VerifyFile verifies the ledger at path.
+func VerifyFile(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return Verify(f)
+}
+
+// ReadAll returns every line of a ledger, stopping at the first that does not parse.
+func ReadAll(r io.Reader) ([]Line, error) {
+	var out []Line
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var ln Line
+		if err := json.Unmarshal(sc.Bytes(), &ln); err != nil {
+			return out, fmt.Errorf("line %d: %w", len(out)+1, err)
+		}
+		out = append(out, ln)
+	}
+	return out, sc.Err()
+}

@@ -1,0 +1,76 @@
+package receipt
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// Outcome is what happened to a call, independent of what was decided.
+type Outcome string
+
+// Outcomes.
+const (
+	Executed        Outcome = "executed"
+	NotExecuted     Outcome = "not_executed"
+	ExecutionFailed Outcome = "execution_failed"
+	Timeout         Outcome = "timeout"
+	Interrupted     Outcome = "interrupted"
+)
+
+// Receipt is the audit record of one call.
+type Receipt struct {
+	CallID    string `json:"call_id"`
+	ToolName  string `json:"tool_name"`
+	SessionID string `json:"session_id,omitempty"`
+	// ArgumentsSHA256 is the hash of the canonical JSON of the arguments; the arguments
+	// themselves are kept only when the config says so.
+	ArgumentsSHA256 string          `json:"arguments_sha256"`
+	Arguments       json.RawMessage `json:"arguments,omitempty"`
+
+	Decision   string `json:"decision"`
+	ReasonCode string `json:"reason_code"`
+	DecidedBy  string `json:"decided_by"`
+	// Risk is the approval classifier's verdict where one was made.
+	Risk string `json:"risk,omitempty"`
+	// Paths are the normalised paths policy decided on.
+	Paths []string `json:"paths,omitempty"`
+
+	DispatchStarted bool    `json:"dispatch_started"`
+	HandlerStarted  bool    `json:"handler_started"`
+	Outcome         Outcome `json:"outcome"`
+	Status          string  `json:"status"`
+	ErrorCode       string  `json:"error_code,omitempty"`
+	ExitCode        *int    `json:"exit_code,omitempty"`
+	Backend         string  `json:"backend,omitempty"`
+
+	ReceivedAt time.Time  `json:"received_at"`
+	DecidedAt  *time.Time `json:"decided_at,omitempty"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+// HashArguments returns the SHA-256 of the canonical JSON form of args: keys sorted, no
+// insignificant white space, numbers as written. Invalid JSON is hashed as it is.
+func HashArguments(args json.RawMessage) string {
+	sum := sha256.Sum256(Canonical(args))
+	return hex.EncodeToString(sum[:])
+}
+
+// Canonical returns args re-encoded with sorted keys and no extra white space, so that the
+// same arguments hash the same however a model spaced them.
+func Canonical(args json.RawMessage) []byte {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return args
+	}
+	out, err := json.Marshal(v) // encoding/json sorts map keys
+	if err != nil {
+		return args
+	}
+	return out
+}

@@ -1,0 +1,175 @@
+package terminal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/tool"
+)
+
+// Name is the tool's name, part of the contract with models.
+const Name = "terminal"
+
+// Options configure the tool.
+type Options struct {
+	// MaxTimeout caps the timeout a model may ask for; zero means one hour.
+	MaxTimeout time.Duration
+	// MaxOutputChars is what the model reads of one call; zero means the pipeline default.
+	MaxOutputChars int
+}
+
+const inputSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["command"],
+  "properties": {
+    "command": {"type": "string", "minLength": 1, "maxLength": 100000,
+      "description": "Shell command to run (POSIX sh). Runs in the workspace unless workdir is given."},
+    "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 86400,
+      "description": "Seconds before the command and everything it started are killed. Defaults to the environment's timeout."},
+    "workdir": {"type": "string", "minLength": 1,
+      "description": "Directory to run in, relative to the workspace (or absolute inside it)."}
+  }
+}`
+
+const outputSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["exit_code", "timed_out", "truncated", "stdout_bytes", "stderr_bytes", "duration_ms"],
+  "properties": {
+    "exit_code": {"type": "integer"},
+    "timed_out": {"type": "boolean"},
+    "truncated": {"type": "boolean"},
+    "stdout_bytes": {"type": "integer", "minimum": 0},
+    "stderr_bytes": {"type": "integer", "minimum": 0},
+    "duration_ms": {"type": "integer", "minimum": 0}
+  }
+}`
+
+// Args are the tool's arguments.
+type Args struct {
+	Command string   `json:"command"`
+	Timeout *float64 `json:"timeout,omitempty"`
+	Workdir string   `json:"workdir,omitempty"`
+}
+
+// Definition returns the tool's definition.
+func Definition(opts Options) tool.Definition {
+	if opts.MaxTimeout <= 0 {
+		opts.MaxTimeout = time.Hour
+	}
+	return tool.Definition{
+		Name:    Name,
+		Version: "1",
+		Description: "Run a shell command in the workspace and return its output and exit code. " +
+			"Long output is cut in the middle. Use the file tools to read, write or search files.",
+		InputSchema:  json.RawMessage(inputSchema),
+		OutputSchema: json.RawMessage(outputSchema),
+		Risk:         tool.RiskShell,
+		ParallelSafe: true,
+		Output:       tool.OutputPolicy{MaxChars: opts.MaxOutputChars, Mode: tool.HeadTail},
+		Paths:        paths,
+		Handler:      func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) { return run(ctx, inv, opts) },
+	}
+}
+
+// paths declares the working directory, so that policy checks it like any other path.
+func paths(raw json.RawMessage) ([]tool.PathRef, error) {
+	var a Args
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, err
+	}
+	if a.Workdir == "" {
+		return nil, nil
+	}
+	return []tool.PathRef{{Arg: "workdir", Path: a.Workdir, Access: tool.Read}}, nil
+}
+
+// Command returns the command string of a terminal call's arguments.
+func Command(raw json.RawMessage) string {
+	var a Args
+	_ = json.Unmarshal(raw, &a)
+	return a.Command
+}
+
+func run(ctx context.Context, inv *tool.Invocation, opts Options) (*tool.Output, error) {
+	var a Args
+	if err := json.Unmarshal(inv.Args, &a); err != nil {
+		return nil, fmt.Errorf("terminal: arguments: %w", err)
+	}
+	timeout := inv.Timeout
+	if a.Timeout != nil {
+		timeout = time.Duration(*a.Timeout * float64(time.Second))
+	}
+	timeout = min(timeout, opts.MaxTimeout)
+	req := backend.Request{Command: a.Command, Timeout: timeout}
+	if rp, ok := inv.Paths["workdir"]; ok {
+		req.Dir = rp.Resolved
+	}
+	if s := tool.StreamFrom(ctx); s != nil {
+		req.Stdout, req.Stderr = s.Stdout, s.Stderr
+	}
+	res, err := inv.Env.Exec(ctx, req)
+	switch {
+	case errors.Is(err, backend.ErrOutsideWorkspace):
+		return &tool.Output{Status: tool.StatusFailed, ErrorCode: "outside_workspace", Retryable: true,
+			ErrorMessage: "workdir must be inside the workspace " + inv.Env.Describe().Workspace}, nil
+	case errors.Is(err, backend.ErrInvalidRequest):
+		return &tool.Output{Status: tool.StatusFailed, ErrorCode: "invalid_request", Retryable: true,
+			ErrorMessage: err.Error()}, nil
+	case err != nil:
+		return nil, fmt.Errorf("terminal: %w", err)
+	}
+	code := res.ExitCode
+	out := &tool.Output{
+		Content:   render(res, timeout),
+		ExitCode:  &code,
+		Truncated: res.Truncated,
+		Notes:     res.Notes,
+		Data: map[string]any{
+			"exit_code": code, "timed_out": res.TimedOut, "truncated": res.Truncated,
+			"stdout_bytes": res.StdoutBytes, "stderr_bytes": res.StderrBytes,
+			"duration_ms": res.Duration.Milliseconds(),
+		},
+	}
+	switch {
+	case res.TimedOut:
+		out.Status, out.ErrorCode, out.Retryable = tool.StatusTimeout, "timeout", true
+		out.ErrorMessage = fmt.Sprintf("the command ran past its %s timeout and was killed with everything it started", timeout)
+	case res.Cancelled:
+		out.Status, out.ErrorCode = tool.StatusInterrupted, "interrupted"
+		out.ErrorMessage = "the call was cancelled and the command killed"
+	}
+	return out, nil
+}
+
+// render lays out what the model reads: stdout, stderr under a header, and the exit code or
+// timeout when they matter.
+func render(res backend.Result, timeout time.Duration) string {
+	var b strings.Builder
+	b.Write(res.Stdout)
+	if len(res.Stderr) > 0 {
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+			b.WriteByte('\n')
+		}
+		b.WriteString("[stderr]\n")
+		b.Write(res.Stderr)
+	}
+	if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+		b.WriteByte('\n')
+	}
+	switch {
+	case res.TimedOut:
+		fmt.Fprintf(&b, "[timed out after %s; the command and its children were killed]\n", timeout)
+	case res.Cancelled:
+		b.WriteString("[cancelled]\n")
+	case res.ExitCode != 0:
+		fmt.Fprintf(&b, "[exit code %d]\n", res.ExitCode)
+	}
+	return b.String()
+}

@@ -1,0 +1,143 @@
+package tool
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"sync"
+
+	"github.com/airlock-dev/airlock/schema"
+)
+
+// ErrDuplicate is returned when a name is registered twice.
+var ErrDuplicate = errors.New("tool already registered")
+
+var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// Tool is a registered definition with its schemas compiled.
+type Tool struct {
+	Definition
+	input  *schema.Schema
+	output *schema.Schema
+}
+
+// ValidateInput checks arguments and reports every violation under "arguments".
+func (t *Tool) ValidateInput(args json.RawMessage) schema.Violations {
+	return t.input.ValidateJSON("arguments", args)
+}
+
+// ValidateOutput checks a handler's Data under "output". A tool without an output schema
+// accepts only nil Data.
+func (t *Tool) ValidateOutput(data any) schema.Violations {
+	if t.output == nil {
+		if data != nil {
+			return schema.Violations{{Path: "output", Message: "tool declares no output schema but returned data"}}
+		}
+		return nil
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return schema.Violations{{Path: "output", Message: "not encodable as JSON: " + err.Error()}}
+	}
+	return t.output.ValidateJSON("output", raw)
+}
+
+// Registry holds the tools a pipeline can run. It is safe for concurrent use.
+type Registry struct {
+	mu    sync.RWMutex
+	tools map[string]*Tool
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{tools: map[string]*Tool{}} }
+
+// Register checks a definition, compiles its schemas and adds it.
+func (r *Registry) Register(d Definition) error {
+	if !validName.MatchString(d.Name) {
+		return fmt.Errorf("tool %q: name must match %s", d.Name, validName)
+	}
+	if d.Handler == nil {
+		return fmt.Errorf("tool %q: handler is required", d.Name)
+	}
+	if !d.Risk.valid() {
+		return fmt.Errorf("tool %q: risk %q is not one of read, write, shell, network, dangerous", d.Name, d.Risk)
+	}
+	switch d.Output.Mode {
+	case "":
+		d.Output.Mode = HeadTail
+	case HeadTail, Full:
+	default:
+		return fmt.Errorf("tool %q: output mode %q is not head_tail or full", d.Name, d.Output.Mode)
+	}
+	if d.Version == "" {
+		d.Version = "1"
+	}
+	if len(d.InputSchema) == 0 {
+		return fmt.Errorf("tool %q: input schema is required", d.Name)
+	}
+	in, err := schema.CompileJSON(d.Name+".input", d.InputSchema)
+	if err != nil {
+		return fmt.Errorf("tool %q: input schema: %w", d.Name, err)
+	}
+	t := &Tool{Definition: d, input: in}
+	if len(d.OutputSchema) > 0 {
+		if t.output, err = schema.CompileJSON(d.Name+".output", d.OutputSchema); err != nil {
+			return fmt.Errorf("tool %q: output schema: %w", d.Name, err)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.tools[d.Name]; dup {
+		return fmt.Errorf("tool %q: %w", d.Name, ErrDuplicate)
+	}
+	r.tools[d.Name] = t
+	return nil
+}
+
+// Lookup returns the tool registered under name.
+func (r *Registry) Lookup(name string) (*Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.tools[name]
+	return t, ok
+}
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.tools))
+	for n := range r.tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Spec is the model-facing description of a tool, in the OpenAI `tools` format.
+type Spec struct {
+	Type     string       `json:"type"`
+	Function FunctionSpec `json:"function"`
+}
+
+// FunctionSpec is the function part of a Spec.
+type FunctionSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Specs returns what a model is shown of every tool, sorted by name. Nothing of the
+// server-side definition (risk, paths, handler) leaks into it.
+func (r *Registry) Specs() []Spec {
+	var out []Spec
+	for _, n := range r.Names() {
+		t, _ := r.Lookup(n)
+		out = append(out, Spec{Type: "function", Function: FunctionSpec{
+			Name: t.Name, Description: t.Description, Parameters: t.InputSchema,
+		}})
+	}
+	return out
+}

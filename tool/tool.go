@@ -1,0 +1,141 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/airlock-dev/airlock/backend"
+)
+
+// Risk is a tool's risk class, stated by its definition.
+type Risk string
+
+// Risk classes.
+const (
+	RiskRead      Risk = "read"
+	RiskWrite     Risk = "write"
+	RiskShell     Risk = "shell"
+	RiskNetwork   Risk = "network"
+	RiskDangerous Risk = "dangerous"
+)
+
+func (r Risk) valid() bool {
+	switch r {
+	case RiskRead, RiskWrite, RiskShell, RiskNetwork, RiskDangerous:
+		return true
+	}
+	return false
+}
+
+// OutputMode says how a model-facing text over the limit is shortened.
+type OutputMode string
+
+// Output modes.
+const (
+	// HeadTail keeps the beginning and the end with a marker between.
+	HeadTail OutputMode = "head_tail"
+	// Full passes the text whole: only the backend's byte cap applies.
+	Full OutputMode = "full"
+)
+
+// OutputPolicy bounds what the model reads of one call.
+type OutputPolicy struct {
+	MaxChars int
+	Mode     OutputMode
+}
+
+// Access is how a call touches a path.
+type Access string
+
+// Accesses.
+const (
+	Read  Access = "read"
+	Write Access = "write"
+)
+
+// PathRef is a path a call's arguments name, before policy has looked at it.
+type PathRef struct {
+	// Arg names the argument ("path"), so that the handler can find the decision for it.
+	Arg    string
+	Path   string
+	Access Access
+}
+
+// ResolvedPath is a path after policy: absolute, normalised, symlinks resolved in the
+// environment that will do the work. Handlers use Resolved, never the model's string.
+type ResolvedPath struct {
+	Arg      string `json:"arg"`
+	Raw      string `json:"raw"`
+	Resolved string `json:"resolved"`
+	Access   Access `json:"access"`
+	// Exists is false for a path that does not exist yet (a write that creates it).
+	Exists bool `json:"exists"`
+}
+
+// Definition is one tool.
+type Definition struct {
+	Name        string
+	Version     string
+	Description string
+	// InputSchema and OutputSchema are JSON Schema documents. The output schema checks
+	// Output.Data; a tool without one may return no Data.
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage
+	Risk         Risk
+	// ParallelSafe tools may run beside other calls whose paths do not conflict.
+	ParallelSafe bool
+	Output       OutputPolicy
+	// Timeout is the default time a call may take; zero means the environment's default.
+	Timeout time.Duration
+	// Paths lists the paths a call touches, from its validated arguments. Nil for tools that
+	// name no paths.
+	Paths   func(args json.RawMessage) ([]PathRef, error)
+	Handler Handler
+}
+
+// Handler does a tool's work.
+type Handler func(ctx context.Context, inv *Invocation) (*Output, error)
+
+// Invocation is what a handler gets: validated arguments, the paths policy resolved, and
+// the environment to work in.
+type Invocation struct {
+	CallID    string
+	SessionID string
+	Args      json.RawMessage
+	// Paths maps each PathRef.Arg to its policy decision.
+	Paths   map[string]ResolvedPath
+	Env     backend.Environment
+	Timeout time.Duration
+	Log     hclog.Logger
+}
+
+// Status is how a call that reached its handler ended, as the handler sees it.
+type Status string
+
+// Handler statuses; the zero value means success.
+const (
+	StatusOK          Status = ""
+	StatusFailed      Status = "failed"
+	StatusTimeout     Status = "timeout"
+	StatusInterrupted Status = "interrupted"
+)
+
+// Output is what a handler returns. A command that ran and exited non-zero is a success
+// with an ExitCode; Status failed is for an operation that ran but could not do what was
+// asked (a patch with no match), with an ErrorCode the model can act on.
+type Output struct {
+	Content      string
+	Data         any
+	Status       Status
+	ErrorCode    string
+	ErrorMessage string
+	Retryable    bool
+	ExitCode     *int
+	// Truncated is set when the environment cut the output.
+	Truncated bool
+	// Notes pass on what the environment said (recreated, reconnected).
+	Notes []string
+}
