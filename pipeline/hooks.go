@@ -63,11 +63,19 @@ type Approval interface {
 	Approve(ctx context.Context, req *Request) (Verdict, error)
 }
 
-// PreHook runs after approval and before the handler. Returning block=true stops the call
-// with pre_hook_blocked and the given reason.
+// PreHook runs after approval and before the handler. Returning a Block stops the call
+// with status blocked; an error (or a panic) fails closed with policy_error.
 type PreHook interface {
 	Name() string
-	Before(ctx context.Context, req *Request) (block bool, reason string, err error)
+	Before(ctx context.Context, req *Request) (*Block, error)
+}
+
+// Block is a pre-hook's refusal.
+type Block struct {
+	// Code is a stable reason; empty means pre_hook_blocked.
+	Code      string
+	Message   string
+	Retryable bool
 }
 
 // PostHook observes a finished call. It cannot change the result.

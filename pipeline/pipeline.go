@@ -241,11 +241,15 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 
 	for _, h := range p.opts.PreHooks {
 		hv, err := guard("pre-hook "+h.Name(), func() (Verdict, error) {
-			block, reason, err := h.Before(ctx, f.req)
-			if err != nil || !block {
+			b, err := h.Before(ctx, f.req)
+			if err != nil || b == nil {
 				return Verdict{}, err
 			}
-			return Verdict{Decision: Deny, Message: reason}, nil
+			code := b.Code
+			if code == "" {
+				code = CodePreHookBlocked
+			}
+			return Verdict{Decision: Deny, Code: code, Message: b.Message, Retryable: b.Retryable}, nil
 		})
 		switch {
 		case err != nil:
@@ -253,7 +257,8 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 			p.deny(f, Verdict{Code: CodePolicyError, DecidedBy: "pre_hook:" + h.Name(), Message: "pre-hook failed: " + err.Error()}, StatusDenied)
 			return f
 		case hv.Decision == Deny:
-			p.deny(f, Verdict{Code: CodePreHookBlocked, DecidedBy: "pre_hook:" + h.Name(), Message: hv.Message}, StatusBlocked)
+			hv.DecidedBy = "pre_hook:" + h.Name()
+			p.deny(f, hv, StatusBlocked)
 			return f
 		}
 	}

@@ -121,11 +121,14 @@ type preHook struct {
 }
 
 func (h preHook) Name() string { return "test" }
-func (h preHook) Before(context.Context, *pipeline.Request) (bool, string, error) {
+func (h preHook) Before(context.Context, *pipeline.Request) (*pipeline.Block, error) {
 	if h.panic {
 		panic("hook panic")
 	}
-	return h.block, "blocked by test hook", h.err
+	if h.block {
+		return &pipeline.Block{Message: "blocked by test hook"}, h.err
+	}
+	return nil, h.err
 }
 
 type postHook struct{ seen *[]pipeline.Result }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -15,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/configs"
 	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/receipt"
+	"github.com/airlock-dev/airlock/session"
 	"github.com/airlock-dev/airlock/terminal"
 	"github.com/airlock-dev/airlock/tool"
 )
@@ -120,6 +122,15 @@ func assemble(ctx context.Context, cf commonFlags, s stdio) (*stack, error) {
 		st.close()
 		return nil, err
 	}
+	sess := session.NewMemory()
+	if cf.session != "" {
+		if sess, err = session.Open(filepath.Join(filepath.Dir(cfg.LedgerPath()), "sessions"), cf.session); err != nil {
+			st.close()
+			return nil, err
+		}
+		st.closers = append(st.closers, sess.Close)
+	}
+	stale := &session.StaleGuard{Store: sess, Readers: []string{"read_file"}, Writers: []string{"write_file", "patch"}}
 	opts := pipeline.Options{
 		Registry:       reg,
 		Env:            env,
@@ -128,6 +139,9 @@ func assemble(ctx context.Context, cf commonFlags, s stdio) (*stack, error) {
 		StoreArguments: cfg.Ledger.StoreArguments,
 		MaxOutputChars: cfg.Tools.MaxOutputChars,
 		SessionID:      cf.session,
+		Session:        sess,
+		PreHooks:       []pipeline.PreHook{stale},
+		PostHooks:      []pipeline.PostHook{stale},
 	}
 	for _, ext := range extensions {
 		if err := ext.fn(ctx, st, reg, &opts, s); err != nil {
