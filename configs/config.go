@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/schema"
 )
 
@@ -44,6 +45,7 @@ type Environment struct {
 	MaxOutputBytes int64            `toml:"max_output_bytes"`
 	EnvPassthrough []string         `toml:"env_passthrough"`
 	KillGrace      backend.Duration `toml:"kill_grace"`
+	SSH            ssh.Config       `toml:"ssh"`
 }
 
 // Ledger says where receipts go.
@@ -67,6 +69,7 @@ func Default() Config {
 			MaxOutputBytes: backend.DefaultMaxOutputBytes,
 			EnvPassthrough: append([]string(nil), backend.DefaultPassthrough...),
 			KillGrace:      backend.Duration(time.Second),
+			SSH:            ssh.DefaultConfig(),
 		},
 		Ledger: Ledger{Path: ".airlock/receipts.jsonl"},
 		Tools:  Tools{MaxOutputChars: 50000},

@@ -1,0 +1,411 @@
+package ssh
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/airlock-dev/airlock/backend"
+)
+
+// remotePath is the PATH commands get; the remote user's profile is not read, so it is not
+// theirs unless login_shell is set.
+const remotePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// pipeDrain bounds how long Exec waits for the session to end after the process group was
+// killed; only a process that left the group can hold its output open longer.
+const pipeDrain = 2 * time.Second
+
+// signalTimeout bounds the short session that signals a process group.
+const signalTimeout = 5 * time.Second
+
+// Exec runs req on the remote host, through the resident helper when it is in use and on a
+// session of its own otherwise.
+func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, error) {
+	if err := req.Validate(); err != nil {
+		return backend.Result{}, err
+	}
+	if e.isClosed() {
+		return backend.Result{}, backend.ErrClosed
+	}
+	dir, err := e.workDir(req.Dir)
+	if err != nil {
+		return backend.Result{}, err
+	}
+	timeout := req.Timeout
+	if timeout == 0 {
+		timeout = e.cfg.DefaultTimeout
+	}
+	capBytes := req.MaxOutputBytes
+	if capBytes == 0 {
+		capBytes = e.cfg.MaxOutputBytes
+	}
+	// Reconnecting counts against the command's time.
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	l, reconnected, err := e.current(cctx)
+	cancel()
+	if err != nil {
+		return backend.Result{}, err
+	}
+	var res backend.Result
+	for attempt := 0; ; attempt++ {
+		if l.helper != nil {
+			res, err = e.execHelper(ctx, l, req, dir, timeout, capBytes)
+		} else {
+			res, err = e.execSession(ctx, l, req, dir, timeout, capBytes)
+		}
+		// A link that died before the command started (the keepalive had not noticed yet)
+		// is retried once on a new connection; one that died while it ran is not, since the
+		// command may have had effects.
+		var ns *notStartedError
+		if attempt > 0 || !errors.As(err, &ns) || l.alive() {
+			break
+		}
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		l, _, err = e.current(cctx)
+		cancel()
+		if err != nil {
+			return backend.Result{}, err
+		}
+		reconnected = true
+	}
+	if reconnected && err == nil {
+		res.Notes = append(res.Notes, "reconnected to "+e.cfg.target()+" before the command ran")
+	}
+	return res, err
+}
+
+// notStartedError marks a failure before the command could have started.
+type notStartedError struct{ err error }
+
+func (e *notStartedError) Error() string { return e.err.Error() }
+func (e *notStartedError) Unwrap() error { return e.err }
+
+// workDir confines the working directory to the workspace by name; the remote side then
+// resolves symlinks and checks again.
+func (e *Env) workDir(dir string) (string, error) {
+	ws := e.Workspace()
+	p, err := backend.WorkDir(ws, dir)
+	if errors.Is(err, backend.ErrOutsideWorkspace) && ws != e.cfg.Workdir {
+		// Also accept paths spelled with the configured (unresolved) workdir.
+		if q, err2 := backend.WorkDir(e.cfg.Workdir, dir); err2 == nil {
+			return q, nil
+		}
+	}
+	return p, err
+}
+
+// execSession runs one command on a session of its own.
+func (e *Env) execSession(ctx context.Context, l *link, req backend.Request, dir string, timeout time.Duration, capBytes int64) (backend.Result, error) {
+	select {
+	case e.sessions <- struct{}{}:
+	case <-ctx.Done():
+		return backend.Result{Cancelled: true, ExitCode: -1}, nil
+	}
+	defer func() { <-e.sessions }()
+	s, err := openSession(ctx, l)
+	if err != nil {
+		return backend.Result{}, &notStartedError{err: fmt.Errorf("ssh: session: %w", err)}
+	}
+	defer s.Close()
+
+	nonce := newNonce()
+	stdout := backend.NewCappedBuffer(capBytes)
+	stderr := backend.NewCappedBuffer(capBytes)
+	outF := &markerWriter{nonce: []byte(nonce), w: stdout}
+	errF := &markerWriter{nonce: []byte(nonce), w: stderr, lines: make(chan string, 1)}
+	s.Stdout, s.Stderr = outF, errF
+	if req.Stdin != nil {
+		s.Stdin = req.Stdin
+	}
+	start := time.Now()
+	if err := s.Start(shellLine(e.commandScript(nonce, dir, req))); err != nil {
+		return backend.Result{}, &notStartedError{err: fmt.Errorf("ssh: start: %w", unavailable(l, err))}
+	}
+	waitCh := make(chan error, 1)
+	go func() { waitCh <- s.Wait() }()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var timedOut, cancelled bool
+	var waitErr error
+	select {
+	case waitErr = <-waitCh:
+	case <-timer.C:
+		timedOut = true
+	case <-ctx.Done():
+		cancelled = true
+	}
+	if timedOut || cancelled {
+		waitErr = e.stop(l, s, errF, waitCh)
+	}
+	res := backend.Result{
+		Stdout:      stdout.Bytes(),
+		Stderr:      stderr.Bytes(),
+		Truncated:   stdout.Truncated() || stderr.Truncated(),
+		StdoutBytes: stdout.Total(),
+		StderrBytes: stderr.Total(),
+		Duration:    time.Since(start),
+		TimedOut:    timedOut,
+		Cancelled:   cancelled,
+	}
+	// What the wrapper reported before the command: refused directory, or its group.
+	switch word, rest := errF.status(); word {
+	case "nodir":
+		return backend.Result{}, fmt.Errorf("%w: working directory %s does not exist on the remote host", backend.ErrInvalidRequest, dir)
+	case "outside":
+		return backend.Result{}, fmt.Errorf("%w: working directory %q resolves to %s", backend.ErrOutsideWorkspace, req.Dir, rest)
+	}
+	var ee *gossh.ExitError
+	var missing *gossh.ExitMissingError
+	switch {
+	case waitErr == nil:
+		res.ExitCode = 0
+	case errors.As(waitErr, &ee):
+		res.ExitCode = exitCode(ee)
+	case !l.confirmAlive():
+		return res, fmt.Errorf("ssh: %s: the connection was lost while the command ran; its output is incomplete and it may still be running: %w",
+			e.cfg.target(), unavailable(l, waitErr))
+	case errors.As(waitErr, &missing):
+		res.ExitCode = -1
+	default:
+		// A copy error after a clean exit, e.g. stdin the command never read.
+		res.ExitCode = 0
+	}
+	if (timedOut || cancelled) && res.ExitCode == 0 {
+		res.ExitCode = -1
+	}
+	e.log.Debug("exec finished", "mode", ModeSession, "exit_code", res.ExitCode,
+		"duration_ms", res.Duration.Milliseconds(), "timed_out", timedOut, "cancelled", cancelled)
+	return res, nil
+}
+
+// stop ends a command that ran out of time or was cancelled: TERM to its process group, the
+// grace period, KILL, then at most pipeDrain for the session to end. It returns the
+// session's wait error.
+func (e *Env) stop(l *link, s *gossh.Session, errF *markerWriter, waitCh <-chan error) error {
+	grace := time.NewTimer(e.cfg.KillGrace)
+	defer grace.Stop()
+	pgid, ok := errF.pgid(grace.C)
+	if !ok {
+		// The command never started (or never said so): ending the session is enough.
+		_ = s.Close()
+		return <-waitCh
+	}
+	e.signal(l, pgid, "TERM")
+	select {
+	case err := <-waitCh:
+		return err
+	case <-grace.C:
+	case <-l.dead:
+	}
+	e.signal(l, pgid, "KILL")
+	select {
+	case err := <-waitCh:
+		return err
+	case <-time.After(pipeDrain):
+		_ = s.Close()
+		return <-waitCh
+	}
+}
+
+// signal sends sig to the remote process group pgid through a short session of its own.
+func (e *Env) signal(l *link, pgid int, sig string) {
+	ctx, cancel := context.WithTimeout(context.Background(), signalTimeout)
+	defer cancel()
+	_, _, _, err := runShort(ctx, l, "kill -"+sig+" -"+strconv.Itoa(pgid)+" 2>/dev/null; exit 0", nil)
+	if err != nil {
+		e.log.Warn("signal process group", "pgid", pgid, "signal", sig, "error", err)
+	}
+}
+
+// openSession opens a session, waiting while the server refuses one for lack of room: sshd
+// counts a session against MaxSessions until it has processed its close, which can be a
+// moment after the client closed it, and answers "open failed" meanwhile.
+func openSession(ctx context.Context, l *link) (*gossh.Session, error) {
+	for {
+		s, err := l.client.NewSession()
+		var oce *gossh.OpenChannelError
+		if err == nil || !errors.As(err, &oce) || (oce.Reason != gossh.Prohibited && oce.Reason != gossh.ConnectionFailed) {
+			if err != nil {
+				return nil, unavailable(l, err)
+			}
+			return s, nil
+		}
+		select {
+		case <-time.After(5 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", err, ctx.Err())
+		case <-l.dead:
+			return nil, unavailable(l, err)
+		}
+	}
+}
+
+// exitCode maps an ExitError to a shell-style code: 128+N for death by signal N.
+func exitCode(ee *gossh.ExitError) int {
+	if sig := ee.Signal(); sig != "" {
+		if n, ok := signalNumbers[sig]; ok {
+			return 128 + n
+		}
+		return 128
+	}
+	return ee.ExitStatus()
+}
+
+var signalNumbers = map[string]int{"HUP": 1, "INT": 2, "QUIT": 3, "ABRT": 6, "KILL": 9, "SEGV": 11, "PIPE": 13, "ALRM": 14, "TERM": 15}
+
+// commandScript is the POSIX sh program that runs one command: enter the directory (real
+// path, checked against the workspace), start the command in a session and process group of
+// its own with only the variables it may see, report that group, wait, and kill what the
+// command left behind in its group.
+//
+// The first line each stream carries from the wrapper is the nonce, so that whatever the
+// user's dotfiles print before it is dropped. stdin reaches the command through fd 3 because
+// an asynchronous list's stdin is /dev/null.
+func (e *Env) commandScript(nonce, dir string, req backend.Request) string {
+	ws := e.Workspace()
+	var b strings.Builder
+	b.WriteString("cd -P -- " + quote(dir) + " 2>/dev/null || { printf '%s nodir\\n' " + nonce + " >&2; exit 1; }\n")
+	if ws != "/" {
+		b.WriteString("case $PWD in " + quote(ws) + "|" + quote(ws) + "/*) ;; *) printf '%s outside %s\\n' " + nonce + " \"$PWD\" >&2; exit 1;; esac\n")
+	}
+	b.WriteString("exec 3<&0\n")
+	b.WriteString(`/bin/sh -c 'printf "%s pgid %s\n" "$1" "$$" >&2; printf "%s\n" "$1"; shift; exec setsid "$@"' sh ` + nonce + " ")
+	b.WriteString(strings.Join(e.commandWords(req), " "))
+	b.WriteString(" 0<&3 3<&- &\np=$!\nexec 3<&-\nwait $p; r=$?\nkill -KILL -$p 2>/dev/null\nexit $r\n")
+	return b.String()
+}
+
+// commandWords is `env -i VARS… PROGRAM ARGS…` as shell words for the wrapper, which expands
+// the remote account's own HOME, USER, LOGNAME and SHELL.
+func (e *Env) commandWords(req backend.Request) []string {
+	words := []string{"env", "-i", "--", `HOME="$HOME"`, `USER="$USER"`, `LOGNAME="$LOGNAME"`, "PATH=" + remotePath}
+	for _, kv := range (backend.EnvPolicy{}).Build(nil, req.Env) {
+		words = append(words, quote(kv))
+	}
+	switch {
+	case e.cfg.LoginShell && req.Command != "":
+		words = append(words, `"$SHELL"`, "-l", "-c", quote(req.Command))
+	case e.cfg.LoginShell:
+		words = append(words, `"$SHELL"`, "-l", "-c", quote(`exec "$@"`), "airlock")
+		for _, a := range req.Argv {
+			words = append(words, quote(a))
+		}
+	case req.Command != "":
+		words = append(words, "/bin/sh", "-c", quote(req.Command))
+	default:
+		if strings.Contains(req.Argv[0], "=") {
+			// env would take it for an assignment.
+			words = append(words, "/bin/sh", "-c", quote(`exec "$@"`), "sh")
+		}
+		for _, a := range req.Argv {
+			words = append(words, quote(a))
+		}
+	}
+	return words
+}
+
+// shellLine is the string sshd hands to the user's login shell: as small as possible, and
+// the same whatever that shell is.
+func shellLine(script string) string { return "exec /bin/sh -c " + quote(script) }
+
+// quote single-quotes s for a POSIX shell.
+func quote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func newNonce() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "airlock-" + hex.EncodeToString(b)
+}
+
+// markerWriter drops what a stream carries before the wrapper's marker line (the nonce,
+// then an optional status, then a newline) and passes everything after it on. For stderr
+// the status line is kept: "pgid N", "nodir" or "outside PATH".
+type markerWriter struct {
+	nonce []byte
+	w     io.Writer
+	lines chan string // receives the status line once, when set
+
+	mu    sync.Mutex
+	found bool
+	buf   []byte
+	line  string
+}
+
+// maxNoise bounds what is held while looking for the marker.
+const maxNoise = 64 << 10
+
+func (m *markerWriter) Write(p []byte) (int, error) {
+	m.mu.Lock()
+	if m.found {
+		m.mu.Unlock()
+		return m.w.Write(p)
+	}
+	m.buf = append(m.buf, p...)
+	i := bytes.Index(m.buf, m.nonce)
+	if i < 0 {
+		if keep := len(m.nonce) - 1; len(m.buf) > keep {
+			m.buf = append(m.buf[:0], m.buf[len(m.buf)-keep:]...)
+		}
+		m.mu.Unlock()
+		return len(p), nil
+	}
+	j := bytes.IndexByte(m.buf[i:], '\n')
+	if j < 0 {
+		if len(m.buf)-i > maxNoise {
+			m.buf = m.buf[:0] // not a marker line after all
+		}
+		m.mu.Unlock()
+		return len(p), nil
+	}
+	m.found = true
+	m.line = strings.TrimSpace(string(m.buf[i+len(m.nonce) : i+j]))
+	rest := m.buf[i+j+1:]
+	m.buf = nil
+	if m.lines != nil {
+		m.lines <- m.line
+	}
+	m.mu.Unlock()
+	if len(rest) > 0 {
+		_, _ = m.w.Write(rest)
+	}
+	return len(p), nil
+}
+
+// status returns the first word of the status line and the rest.
+func (m *markerWriter) status() (string, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, rest, _ := strings.Cut(m.line, " ")
+	return w, rest
+}
+
+// pgid waits until the wrapper reported the command's process group, or until give-up fires.
+func (m *markerWriter) pgid(giveUp <-chan time.Time) (int, bool) {
+	var line string
+	select {
+	case line = <-m.lines:
+		m.lines <- line // keep it for others
+	case <-giveUp:
+		return 0, false
+	}
+	w, rest, _ := strings.Cut(line, " ")
+	n, err := strconv.Atoi(rest)
+	if w != "pgid" || err != nil || n <= 1 {
+		return 0, false
+	}
+	return n, true
+}

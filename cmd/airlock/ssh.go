@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	gossh "golang.org/x/crypto/ssh"
+	"golang.org/x/term"
+
+	"github.com/airlock-dev/airlock/backend/ssh"
+	"github.com/airlock-dev/airlock/configs"
+)
+
+func init() {
+	register(command{name: "ssh", summary: "manage SSH hosts: 'ssh trust HOST' records a host key in known_hosts", run: runSSH})
+}
+
+const sshUsage = `Usage: airlock ssh trust [--config FILE] [--port N] [--known-hosts FILE] [--yes] HOST
+
+trust connects to HOST, shows the SHA256 fingerprint of the key it offers and, once you
+confirm (on a terminal, or with --yes after checking the fingerprint another way), appends a
+hashed line for it to known_hosts. The port and known_hosts default to [environment.ssh] of
+the config, then to 22 and ~/.ssh/known_hosts.
+`
+
+func runSSH(args []string, s stdio) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(s.err, sshUsage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	if args[0] != "trust" {
+		fmt.Fprintf(s.err, "airlock ssh: unknown subcommand %q\n\n%s", args[0], sshUsage)
+		return 2
+	}
+	return runSSHTrust(args[1:], s)
+}
+
+func runSSHTrust(args []string, s stdio) int {
+	fs := flag.NewFlagSet("ssh trust", flag.ContinueOnError)
+	fs.SetOutput(s.err)
+	fs.Usage = func() { fmt.Fprint(s.err, sshUsage); fs.PrintDefaults() }
+	configFile := fs.String("config", "", "config file whose [environment.ssh] gives the defaults (default: ./airlock.toml if present)")
+	port := fs.Int("port", 0, "sshd port (default: the config's, else 22)")
+	knownHosts := fs.String("known-hosts", "", "known_hosts file to add to (default: the config's, else ~/.ssh/known_hosts)")
+	yes := fs.Bool("yes", false, "add the key without asking: only after checking the fingerprint")
+	timeout := fs.Duration("timeout", 10*time.Second, "bound on connecting")
+	// Flags may follow the host, as in `airlock ssh trust HOST --yes`.
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		rest = append(rest, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(rest) != 1 {
+		fs.Usage()
+		return 2
+	}
+
+	cfg, err := configs.Load(*configFile)
+	if err != nil {
+		fmt.Fprintln(s.err, "airlock ssh trust:", err)
+		return 1
+	}
+	defaults := sshConfig(cfg)
+	host := rest[0]
+	if _, h, ok := strings.Cut(host, "@"); ok {
+		host = h
+	}
+	p := *port
+	if h, ps, err := net.SplitHostPort(host); err == nil {
+		host = h
+		if p == 0 {
+			p, _ = strconv.Atoi(ps)
+		}
+	}
+	if p == 0 {
+		p = defaults.Port
+	}
+	if p <= 0 || p > 65535 {
+		fmt.Fprintf(s.err, "airlock ssh trust: port %d is not a TCP port\n", p)
+		return 2
+	}
+	file := defaults.KnownHosts
+	if *knownHosts != "" {
+		file = cfg.Abs(*knownHosts)
+	}
+	if strings.HasPrefix(file, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			file = home + file[1:]
+		}
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(p))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	key, err := ssh.ScanHostKey(ctx, addr, *timeout)
+	if err != nil {
+		fmt.Fprintln(s.err, "airlock ssh trust:", err)
+		return 1
+	}
+	fp := gossh.FingerprintSHA256(key)
+	fmt.Fprintf(s.out, "%s offers %s key %s\n", addr, key.Type(), fp)
+
+	var he *ssh.HostKeyError
+	switch err := ssh.CheckKnownHost(file, addr, key); {
+	case err == nil:
+		fmt.Fprintf(s.out, "already trusted in %s\n", file)
+		return 0
+	case errors.As(err, &he) && (he.Changed || he.Revoked):
+		fmt.Fprintf(s.err, "airlock ssh trust: refusing: %v\n", err)
+		return 1
+	case !errors.As(err, &he):
+		fmt.Fprintln(s.err, "airlock ssh trust:", err)
+		return 1
+	}
+
+	if !*yes {
+		f, ok := s.in.(*os.File)
+		if !ok || !term.IsTerminal(int(f.Fd())) {
+			fmt.Fprintln(s.err, "airlock ssh trust: not a terminal: check the fingerprint above with the host's administrator, then run again with --yes")
+			return 1
+		}
+		fmt.Fprintf(s.out, "Is this the key of %s? Add it to %s [y/N] ", addr, file)
+		line, _ := bufio.NewReader(f).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			fmt.Fprintln(s.err, "airlock ssh trust: not added")
+			return 1
+		}
+	}
+	if err := ssh.AddKnownHost(file, addr, key); err != nil {
+		fmt.Fprintln(s.err, "airlock ssh trust:", err)
+		return 1
+	}
+	if err := ssh.CheckKnownHost(file, addr, key); err != nil {
+		fmt.Fprintln(s.err, "airlock ssh trust: the added line does not verify:", err)
+		return 1
+	}
+	fmt.Fprintf(s.out, "added %s %s for %s to %s\n", key.Type(), fp, addr, file)
+	return 0
+}
