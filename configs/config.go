@@ -12,7 +12,9 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/airlock-dev/airlock/approval"
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/schema"
 )
@@ -26,9 +28,10 @@ const DefaultFile = "airlock.toml"
 
 // Config is the whole configuration. Relative paths in it are resolved against Dir.
 type Config struct {
-	Environment Environment `toml:"environment"`
-	Ledger      Ledger      `toml:"ledger"`
-	Tools       Tools       `toml:"tools"`
+	Environment Environment     `toml:"environment"`
+	Ledger      Ledger          `toml:"ledger"`
+	Tools       Tools           `toml:"tools"`
+	Approvals   approval.Config `toml:"approvals"`
 
 	// Dir is the directory relative paths are taken from: the config file's directory, or
 	// the current directory when there is no file. It is not read from TOML.
@@ -46,6 +49,7 @@ type Environment struct {
 	EnvPassthrough []string         `toml:"env_passthrough"`
 	KillGrace      backend.Duration `toml:"kill_grace"`
 	SSH            ssh.Config       `toml:"ssh"`
+	Docker         docker.Config    `toml:"docker"`
 }
 
 // Ledger says where receipts go.
@@ -70,10 +74,22 @@ func Default() Config {
 			EnvPassthrough: append([]string(nil), backend.DefaultPassthrough...),
 			KillGrace:      backend.Duration(time.Second),
 			SSH:            ssh.DefaultConfig(),
+			Docker:         docker.DefaultConfig(),
 		},
-		Ledger: Ledger{Path: ".airlock/receipts.jsonl"},
-		Tools:  Tools{MaxOutputChars: 50000},
+		Ledger:    Ledger{Path: ".airlock/receipts.jsonl"},
+		Tools:     Tools{MaxOutputChars: 50000},
+		Approvals: defaultApprovals(),
 	}
+}
+
+// defaultApprovals is manual mode with writes in the workspace allowed: read-only and
+// workspace-writing commands run, anything riskier (network, scripts and build tools,
+// dangerous commands) waits for a person, and is refused when nobody can answer. The
+// hard-deny list is refused in every mode.
+func defaultApprovals() approval.Config {
+	a := approval.DefaultConfig()
+	a.AllowWrite = true
+	return a
 }
 
 // Error is a configuration problem, naming the file and every offending key.
@@ -201,6 +217,9 @@ func (c *Config) Validate() error {
 			vs = append(vs, schema.Violation{Path: "environment.env_passthrough",
 				Message: fmt.Sprintf("%q looks like a secret and would never be passed; remove it", p)})
 		}
+	}
+	if err := c.Approvals.Validate(); err != nil {
+		vs = append(vs, schema.Violation{Path: "approvals", Message: err.Error()})
 	}
 	if len(vs) > 0 {
 		return &Error{File: c.File, Violations: vs}

@@ -1,0 +1,236 @@
+package approval
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+)
+
+// ErrNoApprover is returned by an [Approver] when nobody can answer. The gate then refuses
+// the call with code approval_required: silence never approves.
+var ErrNoApprover = errors.New("no approver available")
+
+// ErrNotPending is returned by [Queue.Resolve] for a call that is not waiting.
+var ErrNotPending = errors.New("no pending approval with that id")
+
+// Approver puts a question to a person.
+type Approver interface {
+	Ask(ctx context.Context, p Prompt) (Answer, error)
+}
+
+// Prompt is what a person is shown.
+type Prompt struct {
+	CallID    string   `json:"call_id"`
+	SessionID string   `json:"session_id"`
+	Command   string   `json:"command"`
+	Risk      Risk     `json:"risk"`
+	Reasons   []Reason `json:"reasons"`
+}
+
+// Choice is a person's answer.
+type Choice string
+
+// The choices. The zero Choice is a denial.
+const (
+	Once    Choice = "once"    // run this call
+	Session Choice = "session" // run this exact command for the rest of the session
+	Deny    Choice = "deny"    // refuse
+)
+
+// Answer is a person's choice and who gave it ("tty", a user name).
+type Answer struct {
+	Choice Choice `json:"choice"`
+	By     string `json:"by"`
+}
+
+// TTYApprover asks on a terminal. Without a terminal it answers [ErrNoApprover], so that a
+// run with its input piped from a file never blocks on, or is approved by, that input. A
+// timeout, end of input or an answer it does not understand is a denial.
+type TTYApprover struct {
+	in      io.Reader
+	out     io.Writer
+	timeout time.Duration
+	// IsTerminal reports whether in is an interactive terminal. It defaults to
+	// golang.org/x/term's check of an *os.File; tests replace it.
+	IsTerminal func() bool
+
+	mu    sync.Mutex
+	once  sync.Once
+	lines chan string
+}
+
+var _ Approver = (*TTYApprover)(nil)
+
+// NewTTYApprover asks on in and out, waiting at most timeout (no limit when zero) for each
+// answer.
+func NewTTYApprover(in io.Reader, out io.Writer, timeout time.Duration) *TTYApprover {
+	t := &TTYApprover{in: in, out: out, timeout: timeout}
+	t.IsTerminal = func() bool { return isCharDevice(in) }
+	return t
+}
+
+func isCharDevice(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// readLines runs once, for the approver's life: a read from a terminal cannot be
+// cancelled, so one goroutine owns the reader and answers arrive on a channel.
+func (t *TTYApprover) readLines() {
+	t.lines = make(chan string)
+	go func() {
+		defer close(t.lines)
+		sc := bufio.NewScanner(t.in)
+		for sc.Scan() {
+			t.lines <- sc.Text()
+		}
+	}()
+}
+
+// Ask shows the command, its risk and reasons, and reads o(nce), s(ession) or d(eny).
+func (t *TTYApprover) Ask(ctx context.Context, p Prompt) (Answer, error) {
+	if t.IsTerminal == nil || !t.IsTerminal() {
+		return Answer{}, ErrNoApprover
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.once.Do(t.readLines)
+
+	deny := Answer{Choice: Deny, By: "tty"}
+	// Drop anything typed before the question was shown.
+	for drained := false; !drained; {
+		select {
+		case <-t.lines:
+		default:
+			drained = true
+		}
+	}
+	fmt.Fprintf(t.out, "\nairlock: approval needed for call %s\n  command: %s\n  risk:    %s\n", p.CallID, p.Command, p.Risk)
+	for _, r := range p.Reasons {
+		fmt.Fprintf(t.out, "  reason:  %s (%s) in %q\n", r.Code, r.Risk, r.Segment)
+	}
+	fmt.Fprint(t.out, "Run it? [o]nce, [s]ession, [d]eny: ")
+
+	var timeout <-chan time.Time
+	if t.timeout > 0 {
+		timer := time.NewTimer(t.timeout)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	select {
+	case line, ok := <-t.lines:
+		if !ok {
+			fmt.Fprintln(t.out, "\nairlock: end of input, denied")
+			return deny, nil
+		}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "o", "once", "y", "yes":
+			return Answer{Choice: Once, By: "tty"}, nil
+		case "s", "session":
+			return Answer{Choice: Session, By: "tty"}, nil
+		default:
+			return deny, nil
+		}
+	case <-timeout:
+		fmt.Fprintln(t.out, "\nairlock: no answer in time, denied")
+		return deny, nil
+	case <-ctx.Done():
+		return deny, fmt.Errorf("tty approval: %w", ctx.Err())
+	}
+}
+
+// Queue holds calls waiting for a person. Ask blocks until [Queue.Resolve] is called for
+// the call or the context ends; [Queue.Pending] lists what is waiting, for a server or a
+// UI to show.
+type Queue struct {
+	mu      sync.Mutex
+	pending map[string]*queued
+	order   []string
+}
+
+type queued struct {
+	prompt Prompt
+	answer chan Answer
+}
+
+var _ Approver = (*Queue)(nil)
+
+// NewQueue returns an empty queue.
+func NewQueue() *Queue {
+	return &Queue{pending: map[string]*queued{}}
+}
+
+// Ask waits for an answer to p, keyed by its CallID.
+func (q *Queue) Ask(ctx context.Context, p Prompt) (Answer, error) {
+	if p.CallID == "" {
+		return Answer{Choice: Deny}, errors.New("queue approval: empty call id")
+	}
+	item := &queued{prompt: p, answer: make(chan Answer, 1)}
+	q.mu.Lock()
+	if _, dup := q.pending[p.CallID]; dup {
+		q.mu.Unlock()
+		return Answer{Choice: Deny}, fmt.Errorf("queue approval: call %q is already waiting", p.CallID)
+	}
+	q.pending[p.CallID] = item
+	q.order = append(q.order, p.CallID)
+	q.mu.Unlock()
+
+	select {
+	case a := <-item.answer:
+		return a, nil
+	case <-ctx.Done():
+		q.remove(p.CallID)
+		// An answer may have raced the cancellation; it is dropped, and the call denied.
+		return Answer{Choice: Deny}, fmt.Errorf("queue approval: %w", ctx.Err())
+	}
+}
+
+// Resolve answers a waiting call.
+func (q *Queue) Resolve(id string, a Answer) error {
+	q.mu.Lock()
+	item, ok := q.pending[id]
+	if ok {
+		q.removeLocked(id)
+	}
+	q.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("resolve %q: %w", id, ErrNotPending)
+	}
+	item.answer <- a
+	return nil
+}
+
+// Pending lists the waiting prompts, oldest first.
+func (q *Queue) Pending() []Prompt {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]Prompt, 0, len(q.order))
+	for _, id := range q.order {
+		out = append(out, q.pending[id].prompt)
+	}
+	return out
+}
+
+func (q *Queue) remove(id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.removeLocked(id)
+}
+
+func (q *Queue) removeLocked(id string) {
+	delete(q.pending, id)
+	for i, o := range q.order {
+		if o == id {
+			q.order = append(q.order[:i], q.order[i+1:]...)
+			break
+		}
+	}
+}

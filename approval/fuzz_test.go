@@ -1,0 +1,49 @@
+package approval
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// FuzzClassify checks the classifier's promises on any input: it does not panic, it never
+// calls safe what it could not parse, and its verdict is consistent.
+func FuzzClassify(f *testing.F) {
+	for _, tc := range loadCorpus(f) {
+		f.Add(tc.command)
+	}
+	f.Fuzz(func(t *testing.T, command string) {
+		v := Classify(command)
+		if !v.Parsed && v.Risk == RiskSafe {
+			t.Fatalf("unparsed command judged safe: %q", command)
+		}
+		if v.Risk < RiskSafe || v.Risk > RiskDangerous {
+			t.Fatalf("risk out of range: %d", v.Risk)
+		}
+		if v.HardDeny && v.Risk != RiskDangerous {
+			t.Fatalf("hard deny with risk %s", v.Risk)
+		}
+		if v.Reasons == nil {
+			t.Fatal("nil reasons")
+		}
+		max := RiskSafe
+		for _, r := range v.Reasons {
+			if r.Code == "" {
+				t.Fatal("reason without code")
+			}
+			max = maxRisk(max, r.Risk)
+		}
+		if v.Parsed && max != v.Risk {
+			t.Fatalf("risk %s is not the max of its reasons (%s)", v.Risk, max)
+		}
+		if _, err := json.Marshal(v); err != nil {
+			t.Fatalf("marshal verdict: %v", err)
+		}
+	})
+}
+
+func maxRisk(a, b Risk) Risk {
+	if a > b {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,366 @@
+package approval
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Decision codes. They are stable: receipts and clients branch on them.
+const (
+	CodeAutoApproved     = "auto_approved"
+	CodeSafeCommand      = "safe_command"
+	CodeWriteAllowed     = "write_allowed"
+	CodeIsolatedBackend  = "isolated_backend"
+	CodeGuardApproved    = "guard_approved"
+	CodeApprovedByPerson = "approved_by_person"
+	CodeSessionApproved  = "session_approved"
+
+	CodeHardDeny         = "hard_deny"
+	CodeApprovalRequired = "approval_required"
+	CodeDeniedByPerson   = "denied_by_person"
+	CodeGuardDenied      = "guard_denied"
+)
+
+// maxCachedPerSession bounds the session cache.
+const maxCachedPerSession = 1024
+
+// Request is one terminal call to decide on.
+type Request struct {
+	CallID    string
+	SessionID string
+	Command   string
+	// Kind names the backend (local, docker, ssh).
+	Kind string
+	// Isolated is true when the backend is a container with no writable host mount and no
+	// network.
+	Isolated bool
+	// OnWait is called just before the gate blocks on a person, so that the caller can
+	// write a receipt saying the call is waiting.
+	OnWait func()
+}
+
+// Decision is the gate's answer.
+type Decision struct {
+	Allow     bool    `json:"allow"`
+	Code      string  `json:"code"`
+	DecidedBy string  `json:"decided_by"`
+	Message   string  `json:"message"`
+	Verdict   Verdict `json:"verdict"`
+}
+
+// Gate decides whether terminal calls may run. It is safe for concurrent use.
+type Gate struct {
+	cfg      Config
+	cls      *Classifier
+	approver Approver
+	log      hclog.Logger
+	guard    *guard
+
+	mu       sync.Mutex
+	sessions map[string]*sessionState
+}
+
+// sessionState is what the gate remembers about one session.
+type sessionState struct {
+	approved map[string]bool // normalised command → approved
+	denials  int             // guard denials in a row
+}
+
+type options struct {
+	approver Approver
+	logger   hclog.Logger
+	client   *http.Client
+	getenv   func(string) string
+}
+
+// Option configures a [Gate].
+type Option func(*options) error
+
+// WithApprover sets who is asked when a person must decide. Without one, such calls are
+// refused with approval_required.
+func WithApprover(a Approver) Option {
+	return func(o *options) error {
+		o.approver = a
+		return nil
+	}
+}
+
+// WithLogger sets the logger; the default discards.
+func WithLogger(l hclog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return errors.New("with logger: nil logger")
+		}
+		o.logger = l
+		return nil
+	}
+}
+
+// WithHTTPClient sets the client used to reach the guard model.
+func WithHTTPClient(c *http.Client) Option {
+	return func(o *options) error {
+		if c == nil {
+			return errors.New("with http client: nil client")
+		}
+		o.client = c
+		return nil
+	}
+}
+
+// WithGetenv sets how the guard's API key is read from the environment.
+func WithGetenv(f func(string) string) Option {
+	return func(o *options) error {
+		if f == nil {
+			return errors.New("with getenv: nil function")
+		}
+		o.getenv = f
+		return nil
+	}
+}
+
+// NewGate validates cfg and builds a gate.
+func NewGate(cfg Config, opts ...Option) (*Gate, error) {
+	o := options{logger: hclog.NewNullLogger(), client: http.DefaultClient, getenv: os.Getenv}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, fmt.Errorf("new gate: %w", err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("new gate: %w", err)
+	}
+	cls, err := NewClassifier(cfg.Rules)
+	if err != nil {
+		return nil, fmt.Errorf("new gate: %w", err)
+	}
+	g := &Gate{
+		cfg:      cfg,
+		cls:      cls,
+		approver: o.approver,
+		log:      o.logger.Named("approval"),
+		sessions: map[string]*sessionState{},
+	}
+	if cfg.Mode == ModeSmart {
+		key := ""
+		if cfg.Smart.APIKeyEnv != "" {
+			key = o.getenv(cfg.Smart.APIKeyEnv)
+			if key == "" {
+				return nil, fmt.Errorf("new gate: approvals.smart.api_key_env: environment variable %s is empty", cfg.Smart.APIKeyEnv)
+			}
+		}
+		g.guard = &guard{cfg: cfg.Smart, client: o.client, apiKey: key}
+	}
+	return g, nil
+}
+
+// Classifier returns the gate's classifier, with the configured rules.
+func (g *Gate) Classifier() *Classifier { return g.cls }
+
+// Decide classifies r.Command and decides. The hard-deny list is refused in every mode;
+// then the mode, the backend's isolation, the session cache, the guard and a person are
+// consulted in that order. Decide returns an error only when it could not decide (the
+// context ended while waiting); the Decision is then a refusal.
+func (g *Gate) Decide(ctx context.Context, r Request) (Decision, error) {
+	v := g.cls.Classify(r.Command)
+	log := g.log.With("call_id", r.CallID, "session_id", r.SessionID)
+	d, err := g.decide(ctx, r, v, log)
+	d.Verdict = v
+	log.Info("approval decided", "allow", d.Allow, "code", d.Code, "decided_by", d.DecidedBy, "risk", v.Risk.String())
+	return d, err
+}
+
+// DecideVerdict decides on a verdict the caller made itself, for tools that are not shell
+// commands (a file write is RiskWrite without any parsing). r.Command then describes the call
+// for the guard model and the person asked.
+func (g *Gate) DecideVerdict(ctx context.Context, r Request, v Verdict) (Decision, error) {
+	log := g.log.With("call_id", r.CallID, "session_id", r.SessionID)
+	d, err := g.decide(ctx, r, v, log)
+	d.Verdict = v
+	log.Info("approval decided", "allow", d.Allow, "code", d.Code, "decided_by", d.DecidedBy, "risk", v.Risk.String())
+	return d, err
+}
+
+func allow(code, by, msg string) Decision {
+	return Decision{Allow: true, Code: code, DecidedBy: by, Message: msg}
+}
+
+func deny(code, by, msg string) Decision {
+	return Decision{Allow: false, Code: code, DecidedBy: by, Message: msg}
+}
+
+func (g *Gate) decide(ctx context.Context, r Request, v Verdict, log hclog.Logger) (Decision, error) {
+	if reason, ok := v.HardDenyReason(); ok {
+		return deny(CodeHardDeny, "hard_deny:"+reason.Code,
+			fmt.Sprintf("refused in every mode: %s in %q", reason.Code, reason.Segment)), nil
+	}
+	if g.cfg.Mode == ModeAuto {
+		return allow(CodeAutoApproved, "mode:auto", "auto mode runs everything but the hard-deny list"), nil
+	}
+	if g.cfg.DockerAutoApprove && r.Isolated {
+		return allow(CodeIsolatedBackend, "isolation", fmt.Sprintf("the %s backend is isolated", r.Kind)), nil
+	}
+	switch {
+	case v.Risk == RiskSafe && v.Parsed:
+		return allow(CodeSafeCommand, "risk:safe", "read-only command"), nil
+	case v.Risk == RiskWrite && v.Parsed && g.cfg.AllowWrite:
+		return allow(CodeWriteAllowed, "allow_write", "writes in the workspace are allowed"), nil
+	}
+	norm := normaliseCommand(r.Command)
+	if g.cfg.SessionCache && g.cached(r.SessionID, norm) {
+		return allow(CodeSessionApproved, "session_cache", "this exact command was approved earlier in the session"), nil
+	}
+	if g.guard != nil {
+		if d, ok := g.askGuard(ctx, r, v, norm, log); ok {
+			return d, nil
+		}
+	}
+	return g.askPerson(ctx, r, v, norm, log)
+}
+
+// askGuard asks the guard model. ok is false when the question goes on to a person:
+// ESCALATE, any failure, an oversized command, or an open circuit breaker.
+func (g *Gate) askGuard(ctx context.Context, r Request, v Verdict, norm string, log hclog.Logger) (Decision, bool) {
+	if len(r.Command) > g.cfg.Smart.MaxCommandBytes {
+		log.Debug("guard skipped", "why", "command too long", "bytes", len(r.Command))
+		return Decision{}, false
+	}
+	if g.breakerOpen(r.SessionID) {
+		log.Debug("guard skipped", "why", "circuit breaker open")
+		return Decision{}, false
+	}
+	answer, err := g.guard.ask(ctx, v)
+	if err != nil {
+		log.Warn("guard failed, escalating", "error", err)
+		return Decision{}, false
+	}
+	by := "guard:" + g.cfg.Smart.Model
+	switch answer {
+	case guardApprove:
+		g.guardApproved(r.SessionID, norm)
+		return allow(CodeGuardApproved, by, "approved by the guard model"), true
+	case guardDeny:
+		g.guardDenied(r.SessionID)
+		return deny(CodeGuardDenied, by, "denied by the guard model"), true
+	default:
+		return Decision{}, false
+	}
+}
+
+func (g *Gate) askPerson(ctx context.Context, r Request, v Verdict, norm string, log hclog.Logger) (Decision, error) {
+	by := "mode:" + g.cfg.Mode
+	if g.approver == nil {
+		return deny(CodeApprovalRequired, by, "a person must approve this command and none can be asked"), nil
+	}
+	if r.OnWait != nil {
+		r.OnWait()
+	}
+	ans, err := g.approver.Ask(ctx, Prompt{CallID: r.CallID, SessionID: r.SessionID, Command: r.Command, Risk: v.Risk, Reasons: v.Reasons})
+	switch {
+	case errors.Is(err, ErrNoApprover):
+		return deny(CodeApprovalRequired, by, "a person must approve this command and none can be asked"), nil
+	case err != nil && ctx.Err() != nil:
+		return deny(CodeApprovalRequired, by, "stopped waiting for a person"), fmt.Errorf("approval wait: %w", err)
+	case err != nil:
+		log.Warn("approver failed", "error", err)
+		return deny(CodeApprovalRequired, by, "could not ask a person"), nil
+	}
+	who := "person"
+	if ans.By != "" {
+		who = "person:" + ans.By
+	}
+	switch ans.Choice {
+	case Once:
+		g.personApproved(r.SessionID, "")
+		return allow(CodeApprovedByPerson, who, "approved once"), nil
+	case Session:
+		g.personApproved(r.SessionID, norm)
+		return allow(CodeApprovedByPerson, who, "approved for this session"), nil
+	default:
+		return deny(CodeDeniedByPerson, who, "denied"), nil
+	}
+}
+
+func (g *Gate) session(id string) *sessionState {
+	s, ok := g.sessions[id]
+	if !ok {
+		s = &sessionState{approved: map[string]bool{}}
+		g.sessions[id] = s
+	}
+	return s
+}
+
+func (g *Gate) cached(session, norm string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s, ok := g.sessions[session]
+	return ok && s.approved[norm]
+}
+
+func (g *Gate) remember(s *sessionState, norm string) {
+	if !g.cfg.SessionCache || norm == "" || len(s.approved) >= maxCachedPerSession {
+		return
+	}
+	s.approved[norm] = true
+}
+
+func (g *Gate) breakerOpen(session string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s, ok := g.sessions[session]
+	return ok && s.denials >= g.cfg.Smart.MaxConsecutiveDenials
+}
+
+func (g *Gate) guardApproved(session, norm string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.session(session)
+	s.denials = 0
+	g.remember(s, norm)
+}
+
+func (g *Gate) guardDenied(session string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.session(session).denials++
+}
+
+// personApproved closes the circuit breaker: a person has looked at the session again.
+func (g *Gate) personApproved(session, norm string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.session(session)
+	s.denials = 0
+	g.remember(s, norm)
+}
+
+// ForgetSession drops what the gate remembers about a session: cached approvals and the
+// guard's denial count.
+func (g *Gate) ForgetSession(session string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.sessions, session)
+}
+
+// normaliseCommand is the key of the session cache: the command as the shell printer
+// formats it, so that spacing does not matter but every word does. Text that does not
+// parse is kept as it is.
+func normaliseCommand(cmd string) string {
+	f, err := parse(cmd)
+	if err != nil {
+		return strings.TrimSpace(cmd)
+	}
+	var b bytes.Buffer
+	if err := syntax.NewPrinter().Print(&b, f); err != nil {
+		return strings.TrimSpace(cmd)
+	}
+	return strings.TrimSpace(b.String())
+}

@@ -1,0 +1,114 @@
+package approval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/airlock-dev/airlock/concurrency"
+	"github.com/airlock-dev/airlock/pipeline"
+	"github.com/airlock-dev/airlock/tool"
+)
+
+// Step is the gate as a pipeline step: it implements pipeline.Approval for every tool, and
+// pipeline.Scoper so that the scheduler knows what a terminal command touches.
+//
+// Terminal commands are classified from their parsed shell. Other tools are judged by the
+// risk class their definition declares: read is safe, write is write, shell and network are
+// exec and network, dangerous is dangerous — and then every mode applies to them exactly as to
+// a command.
+type Step struct {
+	Gate *Gate
+	// CommandTool names the tool whose "command" argument is a shell command.
+	CommandTool string
+}
+
+var (
+	_ pipeline.Approval = (*Step)(nil)
+	_ pipeline.Scoper   = (*Step)(nil)
+)
+
+// Approve decides whether an allowed call runs now, waits for a person, or is refused.
+func (s *Step) Approve(ctx context.Context, req *pipeline.Request) (pipeline.Verdict, error) {
+	d := req.Env.Describe()
+	caps := d.Capabilities
+	r := Request{
+		CallID:    req.Call.ID,
+		SessionID: req.SessionID,
+		Kind:      d.Kind,
+		Isolated:  caps.FilesystemIsolation && caps.NetworkIsolation && !caps.WritableHostMounts,
+		OnWait:    req.OnWait,
+	}
+	var dec Decision
+	var err error
+	if req.Tool.Name == s.CommandTool {
+		r.Command = commandOf(req.Args)
+		dec, err = s.Gate.Decide(ctx, r)
+	} else {
+		r.Command = describeCall(req)
+		dec, err = s.Gate.DecideVerdict(ctx, r, Verdict{
+			Command: r.Command, Risk: riskOfTool(req.Tool.Risk), Parsed: true, Reasons: []Reason{},
+		})
+	}
+	v := pipeline.Verdict{
+		Decision: pipeline.Deny, Code: dec.Code, DecidedBy: dec.DecidedBy, Message: dec.Message,
+		Risk: dec.Verdict.Risk.String(), Paths: req.Paths,
+	}
+	if dec.Allow {
+		v.Decision = pipeline.Allow
+	}
+	if !dec.Allow && len(dec.Verdict.Reasons) > 0 {
+		v.Message = fmt.Sprintf("%s (risk %s: %s)", dec.Message, dec.Verdict.Risk, strings.Join(dec.Verdict.Codes(), ", "))
+	}
+	return v, err
+}
+
+// Scope says what a terminal command touches: a command judged read-only reads the
+// workspace, anything else writes it. Other tools declare their paths themselves.
+func (s *Step) Scope(req *pipeline.Request) []concurrency.PathAccess {
+	if req.Tool.Name != s.CommandTool {
+		return nil
+	}
+	ws := req.Env.Describe().Workspace
+	v := s.Gate.Classifier().Classify(commandOf(req.Args))
+	if v.Risk == RiskSafe && v.Parsed {
+		return []concurrency.PathAccess{{Path: ws, Access: concurrency.Read}}
+	}
+	return []concurrency.PathAccess{{Path: ws, Access: concurrency.Write}}
+}
+
+func commandOf(args json.RawMessage) string {
+	var a struct {
+		Command string `json:"command"`
+	}
+	_ = json.Unmarshal(args, &a)
+	return a.Command
+}
+
+func riskOfTool(r tool.Risk) Risk {
+	switch r {
+	case tool.RiskRead:
+		return RiskSafe
+	case tool.RiskWrite:
+		return RiskWrite
+	case tool.RiskNetwork:
+		return RiskNetwork
+	case tool.RiskShell:
+		return RiskExec
+	default:
+		return RiskDangerous
+	}
+}
+
+// describeCall renders a non-command call for a person or the guard: the tool's name and
+// the paths it touches.
+func describeCall(req *pipeline.Request) string {
+	var parts []string
+	for _, p := range req.Paths {
+		parts = append(parts, fmt.Sprintf("%s %s=%s", p.Access, p.Arg, p.Resolved))
+	}
+	sort.Strings(parts)
+	return strings.TrimSpace(req.Tool.Name + " " + strings.Join(parts, " "))
+}

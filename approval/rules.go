@@ -1,0 +1,478 @@
+package approval
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// embeddedRules is the rule set every classifier starts from. See the comments in the file
+// for what each section means.
+//
+//go:embed rules.toml
+var embeddedRules []byte
+
+// RulesConfig is the shape of a rules file: the embedded rules.toml and a user's
+// `[approvals.rules]` table both decode into it. Entries in a user's rules are applied after
+// the embedded ones: a program table replaces the embedded table of that name, a reason's
+// risk replaces the embedded risk, lists are appended. A user can add a reason to the
+// hard-deny list but never take one off.
+type RulesConfig struct {
+	// InfoFlags are arguments that, given alone, only print information (--version).
+	InfoFlags []string `toml:"info_flags" json:"info_flags,omitempty"`
+	// HijackEnv are environment variables that change which code a command runs.
+	HijackEnv []string `toml:"hijack_env" json:"hijack_env,omitempty"`
+	// Reasons are the codes the classifier can give, with their risk and the programs that
+	// carry the code whenever they run.
+	Reasons map[string]ReasonRule `toml:"reasons" json:"reasons,omitempty"`
+	// Programs describe programs whose risk depends on flags, subcommands or operands.
+	Programs map[string]ProgramRule `toml:"programs" json:"programs,omitempty"`
+	// Paths says which paths are sensitive.
+	Paths PathRules `toml:"paths" json:"paths,omitempty"`
+	// Languages describe code that is not shell (SQL, awk, perl…) given to a program.
+	Languages map[string]LanguageRule `toml:"languages" json:"languages,omitempty"`
+}
+
+// ReasonRule gives one reason code its risk.
+type ReasonRule struct {
+	Risk     string   `toml:"risk" json:"risk,omitempty"`
+	HardDeny bool     `toml:"hard_deny" json:"hard_deny,omitempty"`
+	Doc      string   `toml:"doc" json:"doc,omitempty"`
+	Programs []string `toml:"programs" json:"programs,omitempty"`
+}
+
+// ProgramRule describes how one program (or one subcommand of it) is judged. The field
+// comments in rules.toml explain each key with examples.
+type ProgramRule struct {
+	Reason      string                 `toml:"reason" json:"reason,omitempty"`
+	Flags       map[string]string      `toml:"flags" json:"flags,omitempty"`
+	ValueFlags  []string               `toml:"value_flags" json:"value_flags,omitempty"`
+	QueryFlags  []string               `toml:"query_flags" json:"query_flags,omitempty"`
+	Operands    map[string]string      `toml:"operands" json:"operands,omitempty"`
+	Paths       string                 `toml:"paths" json:"paths,omitempty"`
+	PathFlags   map[string]string      `toml:"path_flags" json:"path_flags,omitempty"`
+	Recursive   []string               `toml:"recursive" json:"recursive,omitempty"`
+	Skip        int                    `toml:"skip" json:"skip,omitempty"`
+	SkipUnless  []string               `toml:"skip_unless" json:"skip_unless,omitempty"`
+	Keyed       map[string]string      `toml:"keyed" json:"keyed,omitempty"`
+	Subcommands map[string]ProgramRule `toml:"subcommands" json:"subcommands,omitempty"`
+	Wrapper     string                 `toml:"wrapper" json:"wrapper,omitempty"`
+	ExtraArgs   bool                   `toml:"extra_args" json:"extra_args,omitempty"`
+	CodeFlags   []string               `toml:"code_flags" json:"code_flags,omitempty"`
+	CodeOperand bool                   `toml:"code_operand" json:"code_operand,omitempty"`
+	AssignCode  bool                   `toml:"assign_code" json:"assign_code,omitempty"`
+	Language    string                 `toml:"language" json:"language,omitempty"`
+	StdinCode   bool                   `toml:"stdin_code" json:"stdin_code,omitempty"`
+	StdinFlags  []string               `toml:"stdin_flags" json:"stdin_flags,omitempty"`
+	Expression  bool                   `toml:"expression" json:"expression,omitempty"`
+	ExecFlags   []string               `toml:"exec_flags" json:"exec_flags,omitempty"`
+	Filters     []string               `toml:"filters" json:"filters,omitempty"`
+	MountFlags  []string               `toml:"mount_flags" json:"mount_flags,omitempty"`
+	Uploads     bool                   `toml:"uploads" json:"uploads,omitempty"`
+	ChangesDir  bool                   `toml:"changes_dir" json:"changes_dir,omitempty"`
+}
+
+// PathRules lists sensitive paths. Entries may start with ~ (the home directory) and may be
+// shell globs (/dev/sd*).
+type PathRules struct {
+	Roots         []string `toml:"roots" json:"roots,omitempty"`
+	System        []string `toml:"system" json:"system,omitempty"`
+	Secrets       []string `toml:"secrets" json:"secrets,omitempty"`
+	Devices       []string `toml:"devices" json:"devices,omitempty"`
+	Harmless      []string `toml:"harmless" json:"harmless,omitempty"`
+	Scratch       []string `toml:"scratch" json:"scratch,omitempty"`
+	Sockets       []string `toml:"sockets" json:"sockets,omitempty"`
+	BinDirs       []string `toml:"bin_dirs" json:"bin_dirs,omitempty"`
+	MetadataHosts []string `toml:"metadata_hosts" json:"metadata_hosts,omitempty"`
+}
+
+// LanguageRule lists case-insensitive substrings of code that carry a reason.
+type LanguageRule struct {
+	Reason   string            `toml:"reason" json:"reason,omitempty"`
+	Patterns map[string]string `toml:"patterns" json:"patterns,omitempty"`
+}
+
+// Path modes: what a program does to its path operands.
+const (
+	pathsNone   = ""
+	pathsRead   = "read"
+	pathsWrite  = "write"
+	pathsDelete = "delete"
+	pathsDest   = "dest" // the last operand is written, the others read (cp, ln)
+	pathsMove   = "move" // every operand is removed from where it was (mv)
+)
+
+// Wrapper kinds: how a program runs the command in its operands.
+const (
+	wrapArgv     = "argv"     // the operands are a command and its arguments (sudo, nice)
+	wrapShell    = "shell"    // the operands are joined into shell code (eval, ssh host CMD)
+	wrapDashDash = "dashdash" // the command follows "--" (kubectl exec POD -- CMD)
+)
+
+// codesUsedByGo are the reason codes the classifier gives from Go rather than from the rules
+// file; NewClassifier checks the rules define each one.
+var codesUsedByGo = []string{
+	codeParseError, codeUnknownProgram, codeDynamicCommand, codeDynamicPath, codePipeToShell,
+	codeRunsScript, codeInterpreterCode, codeRecursiveDeleteRoot, codeRecursiveDeleteSystem,
+	codeRecursiveDeleteWorkspace, codeDeleteOutside, codeWriteOutside, codeSystemFileWrite,
+	codeDeviceWrite, codeCredentialAccess, codeMetadataAccess, codeForkBomb, codeRedirectWrite,
+	codeEnvHijack, codeTooComplex, codeExfiltration, codeHostMount, codeInteractive,
+	codeRecursiveModifySystem, codeRawSocket,
+}
+
+const (
+	codeParseError               = "parse_error"
+	codeUnknownProgram           = "unknown_program"
+	codeDynamicCommand           = "dynamic_command"
+	codeDynamicPath              = "dynamic_path"
+	codePipeToShell              = "pipe_to_shell"
+	codeRunsScript               = "runs_script"
+	codeInterpreterCode          = "interpreter_code"
+	codeRecursiveDeleteRoot      = "recursive_delete_root"
+	codeRecursiveDeleteSystem    = "recursive_delete_system"
+	codeRecursiveDeleteWorkspace = "recursive_delete_workspace"
+	codeDeleteOutside            = "delete_outside_workspace"
+	codeWriteOutside             = "write_outside_workspace"
+	codeSystemFileWrite          = "system_file_write"
+	codeDeviceWrite              = "device_write"
+	codeCredentialAccess         = "credential_access"
+	codeMetadataAccess           = "metadata_access"
+	codeForkBomb                 = "fork_bomb"
+	codeRedirectWrite            = "redirect_write"
+	codeEnvHijack                = "env_hijack"
+	codeTooComplex               = "too_complex"
+	codeExfiltration             = "exfiltration"
+	codeHostMount                = "host_mount"
+	codeInteractive              = "interactive_shell"
+	codeRecursiveModifySystem    = "recursive_modify_system"
+	codeRawSocket                = "raw_network_socket"
+)
+
+// DefaultRules returns the embedded rules, decoded. The result is a fresh copy.
+func DefaultRules() (RulesConfig, error) {
+	var rc RulesConfig
+	md, err := toml.NewDecoder(bytes.NewReader(embeddedRules)).Decode(&rc)
+	if err != nil {
+		return RulesConfig{}, fmt.Errorf("decode embedded rules: %w", err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return RulesConfig{}, fmt.Errorf("decode embedded rules: unknown keys %v", und)
+	}
+	return rc, nil
+}
+
+// ParseRules decodes a rules file in the format of rules.toml, rejecting unknown keys so that
+// a misspelt rule is an error rather than a silent no-op.
+func ParseRules(data []byte) (RulesConfig, error) {
+	var rc RulesConfig
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&rc)
+	if err != nil {
+		return RulesConfig{}, fmt.Errorf("decode rules: %w", err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return RulesConfig{}, fmt.Errorf("decode rules: unknown keys %v", und)
+	}
+	return rc, nil
+}
+
+// merge applies extra on top of rc.
+func (rc *RulesConfig) merge(extra RulesConfig) {
+	rc.InfoFlags = append(rc.InfoFlags, extra.InfoFlags...)
+	rc.HijackEnv = append(rc.HijackEnv, extra.HijackEnv...)
+	if rc.Reasons == nil {
+		rc.Reasons = map[string]ReasonRule{}
+	}
+	// A program named in a user's reason moves to that reason.
+	for code, r := range extra.Reasons {
+		for _, p := range r.Programs {
+			for other, or := range rc.Reasons {
+				if other != code {
+					or.Programs = slices.DeleteFunc(or.Programs, func(s string) bool { return s == p })
+					rc.Reasons[other] = or
+				}
+			}
+		}
+	}
+	for code, r := range extra.Reasons {
+		base, ok := rc.Reasons[code]
+		if !ok {
+			rc.Reasons[code] = r
+			continue
+		}
+		if r.Risk != "" {
+			base.Risk = r.Risk
+		}
+		base.HardDeny = base.HardDeny || r.HardDeny
+		if r.Doc != "" {
+			base.Doc = r.Doc
+		}
+		base.Programs = append(base.Programs, r.Programs...)
+		rc.Reasons[code] = base
+	}
+	if rc.Programs == nil {
+		rc.Programs = map[string]ProgramRule{}
+	}
+	for name, p := range extra.Programs {
+		rc.Programs[name] = p
+	}
+	rc.Paths.Roots = append(rc.Paths.Roots, extra.Paths.Roots...)
+	rc.Paths.System = append(rc.Paths.System, extra.Paths.System...)
+	rc.Paths.Secrets = append(rc.Paths.Secrets, extra.Paths.Secrets...)
+	rc.Paths.Devices = append(rc.Paths.Devices, extra.Paths.Devices...)
+	rc.Paths.Harmless = append(rc.Paths.Harmless, extra.Paths.Harmless...)
+	rc.Paths.Scratch = append(rc.Paths.Scratch, extra.Paths.Scratch...)
+	rc.Paths.Sockets = append(rc.Paths.Sockets, extra.Paths.Sockets...)
+	rc.Paths.BinDirs = append(rc.Paths.BinDirs, extra.Paths.BinDirs...)
+	rc.Paths.MetadataHosts = append(rc.Paths.MetadataHosts, extra.Paths.MetadataHosts...)
+	if rc.Languages == nil {
+		rc.Languages = map[string]LanguageRule{}
+	}
+	for name, l := range extra.Languages {
+		rc.Languages[name] = l
+	}
+}
+
+// reasonInfo is a compiled [ReasonRule].
+type reasonInfo struct {
+	risk     Risk
+	hardDeny bool
+}
+
+// program is a compiled [ProgramRule]: sets instead of lists, and the reason resolved.
+type program struct {
+	reason      string
+	flags       map[string]string
+	valueFlags  map[string]bool
+	queryFlags  map[string]bool
+	operands    [][2]string // glob, reason; sorted for stable output
+	paths       string
+	pathFlags   map[string]string
+	recursive   map[string]bool
+	skip        int
+	skipUnless  map[string]bool
+	keyed       map[string]string
+	subs        map[string]*program
+	wrapper     string
+	extraArgs   bool
+	codeFlags   map[string]bool
+	codeOperand bool
+	assignCode  bool
+	language    string
+	stdinCode   bool
+	stdinFlags  map[string]bool
+	expression  bool
+	execFlags   map[string]bool
+	filters     map[string]bool
+	mountFlags  map[string]bool
+	uploads     bool
+	changesDir  bool
+}
+
+// ruleSet is the compiled form of a [RulesConfig].
+type ruleSet struct {
+	infoFlags map[string]bool
+	hijackEnv map[string]bool
+	reasons   map[string]reasonInfo
+	programs  map[string]*program
+	paths     PathRules
+	binDirs   map[string]bool
+	languages map[string]LanguageRule
+}
+
+func set(list []string) map[string]bool {
+	m := make(map[string]bool, len(list))
+	for _, s := range list {
+		m[s] = true
+	}
+	return m
+}
+
+var pathModes = map[string]bool{pathsNone: true, pathsRead: true, pathsWrite: true, pathsDelete: true, pathsDest: true, pathsMove: true}
+var wrapperKinds = map[string]bool{"": true, wrapArgv: true, wrapShell: true, wrapDashDash: true}
+
+// compile checks rc and builds the lookup tables. Every reason code a rule names must be
+// defined, so a typo cannot quietly make a program safe.
+func compile(rc RulesConfig) (*ruleSet, error) {
+	rs := &ruleSet{
+		infoFlags: set(rc.InfoFlags),
+		hijackEnv: set(rc.HijackEnv),
+		reasons:   map[string]reasonInfo{},
+		programs:  map[string]*program{},
+		paths:     rc.Paths,
+		binDirs:   map[string]bool{},
+		languages: rc.Languages,
+	}
+	for _, d := range rc.Paths.BinDirs {
+		rs.binDirs[path.Clean(d)] = true
+	}
+	codes := make([]string, 0, len(rc.Reasons))
+	for code := range rc.Reasons {
+		codes = append(codes, code)
+	}
+	sort.Strings(codes)
+	owner := map[string]string{}
+	for _, code := range codes {
+		r := rc.Reasons[code]
+		risk, err := ParseRisk(r.Risk)
+		if err != nil {
+			return nil, fmt.Errorf("rules: reasons.%s.risk: %w", code, err)
+		}
+		rs.reasons[code] = reasonInfo{risk: risk, hardDeny: r.HardDeny}
+		for _, p := range r.Programs {
+			if prev, dup := owner[p]; dup {
+				return nil, fmt.Errorf("rules: program %q is listed under both reasons.%s and reasons.%s", p, prev, code)
+			}
+			owner[p] = code
+		}
+	}
+	for _, code := range codesUsedByGo {
+		if _, ok := rs.reasons[code]; !ok {
+			return nil, fmt.Errorf("rules: reasons.%s: not defined", code)
+		}
+	}
+	for lang, l := range rc.Languages {
+		if err := rs.checkReason(l.Reason, "languages."+lang+".reason"); err != nil {
+			return nil, err
+		}
+		for pat, code := range l.Patterns {
+			if err := rs.checkReason(code, fmt.Sprintf("languages.%s.patterns[%q]", lang, pat)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for p, code := range owner {
+		rs.programs[p] = &program{reason: code}
+	}
+	for name, pr := range rc.Programs {
+		prog, err := rs.compileProgram(pr, "programs."+name)
+		if err != nil {
+			return nil, err
+		}
+		if prog.reason == "" {
+			prog.reason = owner[name]
+		}
+		rs.programs[name] = prog
+	}
+	return rs, nil
+}
+
+func (rs *ruleSet) checkReason(code, field string) error {
+	if code == "" {
+		return nil
+	}
+	if _, ok := rs.reasons[code]; !ok {
+		return fmt.Errorf("rules: %s: unknown reason %q", field, code)
+	}
+	return nil
+}
+
+func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error) {
+	if err := rs.checkReason(pr.Reason, field+".reason"); err != nil {
+		return nil, err
+	}
+	if !pathModes[pr.Paths] {
+		return nil, fmt.Errorf("rules: %s.paths: unknown mode %q", field, pr.Paths)
+	}
+	if !wrapperKinds[pr.Wrapper] {
+		return nil, fmt.Errorf("rules: %s.wrapper: unknown kind %q", field, pr.Wrapper)
+	}
+	if pr.Skip < 0 {
+		return nil, fmt.Errorf("rules: %s.skip: must not be negative", field)
+	}
+	if pr.Language != "" && pr.Language != "shell" {
+		if _, ok := rs.languages[pr.Language]; !ok {
+			return nil, fmt.Errorf("rules: %s.language: unknown language %q", field, pr.Language)
+		}
+	}
+	p := &program{
+		reason:      pr.Reason,
+		flags:       pr.Flags,
+		valueFlags:  set(pr.ValueFlags),
+		queryFlags:  set(pr.QueryFlags),
+		paths:       pr.Paths,
+		pathFlags:   pr.PathFlags,
+		recursive:   set(pr.Recursive),
+		skip:        pr.Skip,
+		skipUnless:  set(pr.SkipUnless),
+		keyed:       pr.Keyed,
+		wrapper:     pr.Wrapper,
+		extraArgs:   pr.ExtraArgs,
+		codeFlags:   set(pr.CodeFlags),
+		codeOperand: pr.CodeOperand,
+		assignCode:  pr.AssignCode,
+		language:    pr.Language,
+		stdinCode:   pr.StdinCode,
+		stdinFlags:  set(pr.StdinFlags),
+		expression:  pr.Expression,
+		execFlags:   set(pr.ExecFlags),
+		filters:     set(pr.Filters),
+		mountFlags:  set(pr.MountFlags),
+		uploads:     pr.Uploads,
+		changesDir:  pr.ChangesDir,
+	}
+	for flag, code := range pr.Flags {
+		if err := rs.checkReason(code, fmt.Sprintf("%s.flags[%q]", field, flag)); err != nil {
+			return nil, err
+		}
+	}
+	for flag, mode := range pr.PathFlags {
+		if !pathModes[mode] {
+			return nil, fmt.Errorf("rules: %s.path_flags[%q]: unknown mode %q", field, flag, mode)
+		}
+	}
+	for key, mode := range pr.Keyed {
+		if !pathModes[mode] {
+			return nil, fmt.Errorf("rules: %s.keyed[%q]: unknown mode %q", field, key, mode)
+		}
+	}
+	for glob, code := range pr.Operands {
+		if _, err := path.Match(glob, ""); err != nil {
+			return nil, fmt.Errorf("rules: %s.operands[%q]: %w", field, glob, err)
+		}
+		if err := rs.checkReason(code, fmt.Sprintf("%s.operands[%q]", field, glob)); err != nil {
+			return nil, err
+		}
+		p.operands = append(p.operands, [2]string{glob, code})
+	}
+	sort.Slice(p.operands, func(i, j int) bool { return p.operands[i][0] < p.operands[j][0] })
+	if len(pr.Subcommands) > 0 {
+		p.subs = map[string]*program{}
+		for name, sub := range pr.Subcommands {
+			sp, err := rs.compileProgram(sub, field+".subcommands."+name)
+			if err != nil {
+				return nil, err
+			}
+			p.subs[name] = sp
+		}
+	}
+	return p, nil
+}
+
+// normaliseName returns the candidates a program name is looked up under, most specific
+// first: as written, lower-cased (case-insensitive file systems run RM as rm), without a
+// version or variant suffix (python3.12, mkfs.ext4, pip3).
+func normaliseName(name string) []string {
+	out := []string{name}
+	add := func(s string) {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	lower := strings.ToLower(name)
+	add(lower)
+	if i := strings.IndexByte(lower, '.'); i > 0 {
+		add(lower[:i])
+	}
+	trimmed := strings.TrimRight(lower, "0123456789.-")
+	add(trimmed)
+	if i := strings.IndexByte(trimmed, '.'); i > 0 {
+		add(trimmed[:i])
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package approval
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Risk orders what a command may do. Higher is worse; a verdict's risk is the highest risk
+// of any of its reasons.
+type Risk int
+
+// The risks, in order. The zero value is RiskSafe so that an empty verdict is only safe when
+// it was built on purpose by Classify.
+const (
+	RiskSafe      Risk = iota // reads only, with known programs and flags
+	RiskWrite                 // changes files in the workspace
+	RiskNetwork               // talks to the network
+	RiskExec                  // runs code whose effect cannot be known
+	RiskDangerous             // destructive or irreversible beyond the workspace
+)
+
+var riskNames = [...]string{"safe", "write", "network", "exec", "dangerous"}
+
+// String returns the risk's lower-case name, as it appears in rules, JSON and receipts.
+func (r Risk) String() string {
+	if r < 0 || int(r) >= len(riskNames) {
+		return fmt.Sprintf("risk(%d)", int(r))
+	}
+	return riskNames[r]
+}
+
+// ParseRisk is the inverse of [Risk.String].
+func ParseRisk(s string) (Risk, error) {
+	for i, n := range riskNames {
+		if strings.EqualFold(s, n) {
+			return Risk(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown risk %q: want one of %s", s, strings.Join(riskNames[:], ", "))
+}
+
+// MarshalText encodes the risk by name.
+func (r Risk) MarshalText() ([]byte, error) {
+	if r < 0 || int(r) >= len(riskNames) {
+		return nil, fmt.Errorf("marshal risk: invalid value %d", int(r))
+	}
+	return []byte(r.String()), nil
+}
+
+// UnmarshalText decodes a risk name.
+func (r *Risk) UnmarshalText(b []byte) error {
+	v, err := ParseRisk(string(b))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
+// Reason is one finding of the classifier: a stable snake_case code, the source text that
+// triggered it, and the risk the rules give that code.
+type Reason struct {
+	Code     string `json:"code"`
+	Segment  string `json:"segment"`
+	Risk     Risk   `json:"risk"`
+	HardDeny bool   `json:"hard_deny,omitempty"`
+}
+
+// Verdict is the classifier's answer for one command.
+type Verdict struct {
+	Command string   `json:"command"`
+	Risk    Risk     `json:"risk"`
+	Reasons []Reason `json:"reasons"`
+	// HardDeny is true when any reason is on the hard-deny list: the command is refused in
+	// every mode, whatever a person or a model says.
+	HardDeny bool `json:"hard_deny"`
+	// Parsed is false when the command could not be parsed; such a verdict is never safe.
+	Parsed bool `json:"parsed"`
+}
+
+// Codes returns the verdict's reason codes in order, without duplicates.
+func (v Verdict) Codes() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range v.Reasons {
+		if !seen[r.Code] {
+			seen[r.Code] = true
+			out = append(out, r.Code)
+		}
+	}
+	return out
+}
+
+// HardDenyReason returns the first hard-deny reason, if any.
+func (v Verdict) HardDenyReason() (Reason, bool) {
+	for _, r := range v.Reasons {
+		if r.HardDeny {
+			return r, true
+		}
+	}
+	return Reason{}, false
+}

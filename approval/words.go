@@ -1,0 +1,319 @@
+package approval
+
+import (
+	"path"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// arg is one shell word after quote removal, as far as it can be known without running
+// anything.
+type arg struct {
+	text string
+	// dynamic is true when part of the word is only known at run time ($x, $(…)).
+	dynamic bool
+	// tilde is true when text starts with a ~ that the shell expands to the home directory
+	// (unquoted ~, or $HOME). A quoted "~" is a file named ~.
+	tilde bool
+	// glob is true when the word holds an unquoted pattern character.
+	glob bool
+	// procSubst is true when the word is a <(…) or >(…) file name.
+	procSubst bool
+	// ifs is true when the word uses $IFS, the usual trick to hide spaces.
+	ifs bool
+	// quoted is true when any part of the word was quoted.
+	quoted bool
+}
+
+// dynamicMark stands in the text for the parts of a word that are only known at run time.
+const dynamicMark = "\x00"
+
+// maxBraceWords bounds brace expansion: {a,b}{c,d}… can multiply without end.
+const maxBraceWords = 256
+
+// expandWords applies brace expansion, which the parser leaves as literal text, and
+// resolves each resulting word.
+func (w *walker) expandWords(words []*syntax.Word) []arg {
+	out := make([]arg, 0, len(words))
+	for _, word := range words {
+		if !syntax.SplitBraces(word) {
+			out = append(out, w.resolve(word))
+			continue
+		}
+		n := 0
+		for ew, err := range expand.BracesSeq(nil, word) {
+			n++
+			if err != nil || n > maxBraceWords {
+				out = append(out, arg{text: dynamicMark, dynamic: true})
+				break
+			}
+			out = append(out, w.resolve(ew))
+		}
+	}
+	return out
+}
+
+// resolve removes quotes from a word and substitutes what can be known: $HOME, $PWD, $IFS
+// and variables assigned a literal value earlier in the same command.
+func (w *walker) resolve(word *syntax.Word) arg {
+	var a arg
+	var b strings.Builder
+	for i, part := range word.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			v := p.Value
+			if i == 0 && strings.HasPrefix(v, "~") {
+				a.tilde = true
+			}
+			if hasUnescapedGlob(v) {
+				a.glob = true
+			}
+			b.WriteString(unescapeLit(v))
+		case *syntax.SglQuoted:
+			a.quoted = true
+			if p.Dollar {
+				b.WriteString(decodeANSIC(p.Value))
+			} else {
+				b.WriteString(p.Value)
+			}
+		case *syntax.DblQuoted:
+			a.quoted = true
+			for _, q := range p.Parts {
+				switch qp := q.(type) {
+				case *syntax.Lit:
+					b.WriteString(unescapeDouble(qp.Value))
+				case *syntax.ParamExp:
+					w.param(qp, &a, &b)
+				default:
+					a.dynamic = true
+					b.WriteString(dynamicMark)
+				}
+			}
+		case *syntax.ParamExp:
+			w.param(p, &a, &b)
+		case *syntax.ProcSubst:
+			a.procSubst = true
+			a.dynamic = true
+			b.WriteString(dynamicMark)
+		case *syntax.ExtGlob:
+			a.glob = true
+			b.WriteString("*")
+		default:
+			a.dynamic = true
+			b.WriteString(dynamicMark)
+		}
+	}
+	a.text = b.String()
+	return a
+}
+
+// param substitutes a parameter expansion when its value is known.
+func (w *walker) param(p *syntax.ParamExp, a *arg, b *strings.Builder) {
+	simple := p.Param != nil && !p.Excl && !p.Length && !p.Width && p.Index == nil &&
+		p.Slice == nil && p.Repl == nil && p.Exp == nil && p.NestedParam == nil
+	if simple {
+		switch name := p.Param.Value; {
+		case name == "HOME":
+			if b.Len() == 0 {
+				a.tilde = true
+			}
+			b.WriteString("~")
+			return
+		case name == "PWD":
+			b.WriteString(".")
+			return
+		case name == "IFS":
+			a.ifs = true
+			b.WriteString(" ")
+			return
+		default:
+			if v, ok := w.vars[name]; ok {
+				b.WriteString(v)
+				return
+			}
+		}
+	}
+	a.dynamic = true
+	b.WriteString(dynamicMark)
+}
+
+// hasUnescapedGlob reports whether an unquoted literal holds *, ? or a [ that a ] closes.
+func hasUnescapedGlob(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '*', '?':
+			return true
+		case '[':
+			if strings.Contains(s[i+1:], "]") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// globMatch matches s against a shell pattern in which * and ? match any character,
+// slashes included, and [...] is a character class.
+func globMatch(pat, s string) bool {
+	for len(pat) > 0 {
+		switch pat[0] {
+		case '*':
+			for len(pat) > 0 && pat[0] == '*' {
+				pat = pat[1:]
+			}
+			if pat == "" {
+				return true
+			}
+			for i := 0; i <= len(s); i++ {
+				if globMatch(pat, s[i:]) {
+					return true
+				}
+			}
+			return false
+		case '?':
+			if s == "" {
+				return false
+			}
+			_, n := utf8.DecodeRuneInString(s)
+			pat, s = pat[1:], s[n:]
+		case '[':
+			end := strings.IndexByte(pat, ']')
+			if end < 0 || s == "" {
+				return false
+			}
+			_, n := utf8.DecodeRuneInString(s)
+			if ok, err := path.Match(pat[:end+1], s[:n]); err != nil || !ok {
+				return false
+			}
+			pat, s = pat[end+1:], s[n:]
+		default:
+			if s == "" || pat[0] != s[0] {
+				return false
+			}
+			pat, s = pat[1:], s[1:]
+		}
+	}
+	return s == ""
+}
+
+// unescapeLit removes the backslashes of an unquoted word: \r is r, and a backslash before a
+// newline joins lines.
+func unescapeLit(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+			if s[i] == '\n' {
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// unescapeDouble removes the backslashes that mean something inside double quotes.
+func unescapeDouble(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch s[i+1] {
+			case '$', '`', '"', '\\':
+				i++
+			case '\n':
+				i++
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// decodeANSIC decodes the body of a bash $'…' string, where $'\x72\x6d' is rm.
+func decodeANSIC(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch e := s[i]; e {
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 'e', 'E':
+			b.WriteByte(0x1b)
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte('\v')
+		case 'c':
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i] & 0x1f)
+			}
+		case 'x', 'u', 'U':
+			width := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+			j := i + 1
+			for j < len(s) && j-i-1 < width && isHex(s[j]) {
+				j++
+			}
+			if j == i+1 {
+				b.WriteByte('\\')
+				b.WriteByte(e)
+				continue
+			}
+			n, _ := strconv.ParseUint(s[i+1:j], 16, 32)
+			if e == 'x' {
+				b.WriteByte(byte(n))
+			} else if utf8.ValidRune(rune(n)) {
+				b.WriteRune(rune(n))
+			}
+			i = j - 1
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			j := i
+			for j < len(s) && j-i < 3 && s[j] >= '0' && s[j] <= '7' {
+				j++
+			}
+			n, _ := strconv.ParseUint(s[i:j], 8, 16)
+			b.WriteByte(byte(n))
+			i = j - 1
+		default:
+			// \\, \', \", \? and unknown escapes stand for the character itself.
+			if e != '\\' && e != '\'' && e != '"' && e != '?' {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(e)
+		}
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
