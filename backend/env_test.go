@@ -11,7 +11,7 @@ func TestIsSecretName(t *testing.T) {
 		"MY_API_TOKEN": true, "AWS_SECRET_ACCESS_KEY": true, "api_key": true, "DB_PASSWORD": true,
 		"MYSQL_PASSWD": true, "GH_AUTH": true, "OAUTH_URL": true, "SERVICE_CREDENTIALS": true,
 		"KEYBOARD": true, // a false positive by design: the rule is on the name, not a guess
-		"PATH": false, "HOME": false, "LANG": false, "LC_ALL": false, "TERM": false,
+		"PATH":     false, "HOME": false, "LANG": false, "LC_ALL": false, "TERM": false,
 	} {
 		if got := IsSecretName(name); got != want {
 			t.Errorf("IsSecretName(%q) = %v, want %v", name, got, want)

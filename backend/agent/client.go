@@ -1,0 +1,350 @@
+package agent
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/airlock-dev/airlock/backend"
+)
+
+// ClientOptions adjusts a client.
+type ClientOptions struct {
+	// Logger receives diagnostics (default: none).
+	Logger hclog.Logger
+}
+
+// Client is the host's end of one helper stream. It is safe for concurrent use: each Exec is
+// a request of its own, multiplexed with the others.
+type Client struct {
+	w   io.WriteCloser
+	wmu sync.Mutex
+	log hclog.Logger
+
+	ready     chan struct{} // closed once the server's hello was accepted
+	done      chan struct{} // closed when the stream is over
+	closeOnce sync.Once
+
+	mu      sync.Mutex
+	err     error // why the stream ended; set before done is closed
+	nextID  uint32
+	pending map[uint32]*call
+}
+
+// call is the client's state for one request. The read loop only appends, signals and
+// never blocks on it.
+type call struct {
+	limit int64 // bytes kept per stream: the server caps, this guards against a bad server
+
+	mu             sync.Mutex
+	stdout, stderr []byte
+	credit         int
+	creditWake     chan struct{}
+
+	exit     chan exitMsg
+	finished chan struct{}
+}
+
+func (c *call) add(dst *[]byte, p []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if room := c.limit - int64(len(*dst)); room > 0 {
+		*dst = append(*dst, p[:min(int64(len(p)), room)]...)
+	}
+}
+
+// NewClient starts reading r and sends the client's hello on w. Closing the client closes w,
+// which tells the server to kill what is still running and exit.
+func NewClient(r io.Reader, w io.WriteCloser, opts ClientOptions) *Client {
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	c := &Client{
+		w:       w,
+		log:     log,
+		ready:   make(chan struct{}),
+		done:    make(chan struct{}),
+		pending: map[uint32]*call{},
+	}
+	go c.readLoop(r)
+	// The hello goes first on the stream, but NewClient must not block on a peer that does
+	// not read: the lock taken here is released by the goroutine once the hello is written.
+	c.wmu.Lock()
+	go func() {
+		defer c.wmu.Unlock()
+		if err := writeFrame(c.w, frame{typ: frameHello, payload: mustJSON(hello{Version: ProtocolVersion, Role: "client"})}); err != nil {
+			c.fail(fmt.Errorf("send hello: %w", err))
+		}
+	}()
+	return c
+}
+
+// Done is closed when the stream has ended, after which Exec fails with
+// backend.ErrUnavailable; Err says why.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Err returns why the stream ended, or nil while it is alive.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Ready waits until the server's hello arrived and was accepted.
+func (c *Client) Ready(ctx context.Context) error {
+	select {
+	case <-c.ready:
+		return nil
+	case <-c.done:
+		return fmt.Errorf("%w: agent: %w", backend.ErrUnavailable, c.Err())
+	case <-ctx.Done():
+		return fmt.Errorf("agent: waiting for hello: %w", ctx.Err())
+	}
+}
+
+// Close ends the stream: the server kills whatever still runs. Calls in flight fail. The
+// writer is closed without waiting for a write in progress, which it must allow (pipes and
+// network connections do), so that a peer that stopped reading cannot hold Close.
+func (c *Client) Close() error {
+	c.fail(backend.ErrClosed)
+	return c.w.Close()
+}
+
+func (c *Client) fail(err error) {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.err = err
+		c.mu.Unlock()
+		close(c.done)
+	})
+}
+
+func (c *Client) send(t frameType, id uint32, payload []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return writeFrame(c.w, frame{typ: t, id: id, payload: payload})
+}
+
+func (c *Client) readLoop(r io.Reader) {
+	f, err := readFrame(r)
+	if err == nil {
+		err = checkHello(f, "server")
+	}
+	if err != nil {
+		c.fail(fmt.Errorf("handshake: %w", err))
+		return
+	}
+	close(c.ready)
+	for {
+		f, err := readFrame(r)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errors.New("stream closed by the helper")
+			}
+			c.fail(err)
+			return
+		}
+		if err := c.dispatch(f); err != nil {
+			c.log.Warn("agent protocol error", "error", err)
+			c.fail(err)
+			return
+		}
+	}
+}
+
+func (c *Client) dispatch(f frame) error {
+	c.mu.Lock()
+	cl := c.pending[f.id]
+	c.mu.Unlock()
+	if cl == nil {
+		// A late frame for a request already given up on.
+		return nil
+	}
+	switch f.typ {
+	case frameStdout:
+		cl.add(&cl.stdout, f.payload)
+	case frameStderr:
+		cl.add(&cl.stderr, f.payload)
+	case frameWindow:
+		if len(f.payload) != 4 {
+			return fmt.Errorf("%w: window of %d bytes", ErrMalformedFrame, len(f.payload))
+		}
+		cl.mu.Lock()
+		cl.credit += int(binary.BigEndian.Uint32(f.payload))
+		cl.mu.Unlock()
+		select {
+		case cl.creditWake <- struct{}{}:
+		default:
+		}
+	case frameExit:
+		var m exitMsg
+		if err := json.Unmarshal(f.payload, &m); err != nil {
+			return fmt.Errorf("%w: exit: %w", ErrMalformedFrame, err)
+		}
+		select {
+		case cl.exit <- m:
+		default:
+			return fmt.Errorf("%w: second exit for request %d", ErrMalformedFrame, f.id)
+		}
+	default:
+		return fmt.Errorf("%w: unexpected %q from server", ErrMalformedFrame, f.typ)
+	}
+	return nil
+}
+
+// Exec runs req through the helper. Like [backend.Environment.Exec], a command that ran is a
+// Result whatever its exit code; cancelling ctx kills the command's tree on the server and
+// still returns what it printed.
+func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) {
+	if err := c.Ready(ctx); err != nil {
+		return backend.Result{}, err
+	}
+	m := startMsg{
+		Argv:           req.Argv,
+		Command:        req.Command,
+		Dir:            req.Dir,
+		Workspace:      req.Workspace,
+		Env:            req.Env,
+		Stdin:          req.Stdin != nil,
+		TimeoutMS:      req.Timeout.Milliseconds(),
+		KillGraceMS:    req.KillGrace.Milliseconds(),
+		MaxOutputBytes: req.MaxOutputBytes,
+	}
+	if m.MaxOutputBytes <= 0 {
+		m.MaxOutputBytes = backend.DefaultMaxOutputBytes
+	}
+	if req.Timeout > 0 && m.TimeoutMS == 0 {
+		m.TimeoutMS = 1
+	}
+	cl := &call{
+		limit:      m.MaxOutputBytes + 256, // room for the truncation marker
+		credit:     stdinWindow,
+		creditWake: make(chan struct{}, 1),
+		exit:       make(chan exitMsg, 1),
+		finished:   make(chan struct{}),
+	}
+	c.mu.Lock()
+	c.nextID++
+	if c.nextID == 0 {
+		c.nextID++
+	}
+	id := c.nextID
+	c.pending[id] = cl
+	c.mu.Unlock()
+	defer func() {
+		close(cl.finished)
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+
+	start := time.Now()
+	if err := c.send(frameStart, id, mustJSON(m)); err != nil {
+		c.fail(fmt.Errorf("send: %w", err))
+		return backend.Result{}, fmt.Errorf("%w: agent: send start: %w", backend.ErrUnavailable, err)
+	}
+	if req.Stdin != nil {
+		go c.pumpStdin(id, cl, req.Stdin)
+	}
+	ctxDone := ctx.Done()
+	cancelled := false
+	for {
+		select {
+		case x := <-cl.exit:
+			return c.result(x, cl, start, cancelled)
+		case <-ctxDone:
+			ctxDone = nil
+			cancelled = true
+			if err := c.send(frameCancel, id, nil); err != nil {
+				c.fail(fmt.Errorf("send: %w", err))
+			}
+		case <-c.done:
+			return backend.Result{}, fmt.Errorf("%w: agent: %w", backend.ErrUnavailable, c.Err())
+		}
+	}
+}
+
+func (c *Client) result(x exitMsg, cl *call, start time.Time, cancelled bool) (backend.Result, error) {
+	switch x.ErrorKind {
+	case "":
+	case kindInvalid:
+		return backend.Result{}, fmt.Errorf("%w: %s", backend.ErrInvalidRequest, x.Error)
+	case kindOutside:
+		return backend.Result{}, fmt.Errorf("%w: %s", backend.ErrOutsideWorkspace, x.Error)
+	default:
+		return backend.Result{}, fmt.Errorf("agent: %s", x.Error)
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return backend.Result{
+		ExitCode:    x.ExitCode,
+		Stdout:      cl.stdout,
+		Stderr:      cl.stderr,
+		Truncated:   x.Truncated,
+		StdoutBytes: x.StdoutBytes,
+		StderrBytes: x.StderrBytes,
+		Duration:    time.Since(start),
+		TimedOut:    x.TimedOut,
+		Cancelled:   x.Cancelled || (cancelled && !x.TimedOut),
+	}, nil
+}
+
+// pumpStdin streams r to the server within the request's credit, then closes stdin.
+func (c *Client) pumpStdin(id uint32, cl *call, r io.Reader) {
+	buf := make([]byte, stdinChunk)
+	for {
+		n, err := r.Read(buf)
+		for off := 0; off < n; {
+			k, ok := c.waitCredit(cl, n-off)
+			if !ok {
+				return
+			}
+			if c.send(frameStdin, id, buf[off:off+k]) != nil {
+				return
+			}
+			off += k
+		}
+		if err != nil {
+			select {
+			case <-cl.finished:
+			default:
+				_ = c.send(frameStdinClose, id, nil)
+			}
+			return
+		}
+		select {
+		case <-cl.finished:
+			return
+		default:
+		}
+	}
+}
+
+// waitCredit takes up to want bytes of credit, waiting for some if there is none.
+func (c *Client) waitCredit(cl *call, want int) (int, bool) {
+	for {
+		cl.mu.Lock()
+		if cl.credit > 0 {
+			n := min(cl.credit, want)
+			cl.credit -= n
+			cl.mu.Unlock()
+			return n, true
+		}
+		cl.mu.Unlock()
+		select {
+		case <-cl.creditWake:
+		case <-cl.finished:
+			return 0, false
+		case <-c.done:
+			return 0, false
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ProtocolVersion is the version both sides announce in their hello. A peer with another
+// version is refused: the helper binary and the host must come from the same build family.
+const ProtocolVersion = 1
+
+// MaxPayload bounds one frame's payload. Larger data is split into several frames.
+const MaxPayload = 1 << 20
+
+// headerLen is the type byte plus the request ID; the length prefix counts them.
+const headerLen = 5
+
+// ErrMalformedFrame marks a stream that does not follow the framing; the stream cannot be
+// trusted after it and is closed.
+var ErrMalformedFrame = errors.New("agent: malformed frame")
+
+type frameType byte
+
+const (
+	frameHello      frameType = 'H' // JSON hello, both directions, request ID 0
+	frameStart      frameType = 'S' // JSON startMsg, client to server
+	frameStdin      frameType = 'I' // raw stdin bytes, client to server
+	frameStdinClose frameType = 'C' // end of stdin, client to server
+	frameCancel     frameType = 'X' // kill the command's tree, client to server
+	frameWindow     frameType = 'W' // 4-byte stdin credit, server to client
+	frameStdout     frameType = 'O' // raw stdout bytes (already capped), server to client
+	frameStderr     frameType = 'E' // raw stderr bytes (already capped), server to client
+	frameExit       frameType = 'Q' // JSON exitMsg, server to client; the request is over
+)
+
+func (t frameType) valid() bool {
+	switch t {
+	case frameHello, frameStart, frameStdin, frameStdinClose, frameCancel,
+		frameWindow, frameStdout, frameStderr, frameExit:
+		return true
+	}
+	return false
+}
+
+type frame struct {
+	typ     frameType
+	id      uint32
+	payload []byte
+}
+
+// appendFrame encodes f after dst.
+func appendFrame(dst []byte, f frame) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(headerLen+len(f.payload)))
+	dst = append(dst, byte(f.typ))
+	dst = binary.BigEndian.AppendUint32(dst, f.id)
+	return append(dst, f.payload...)
+}
+
+// writeFrame writes f in a single Write so that frames from concurrent writers, serialised
+// by the caller's lock, never interleave.
+func writeFrame(w io.Writer, f frame) error {
+	if len(f.payload) > MaxPayload {
+		return fmt.Errorf("agent: frame payload of %d bytes exceeds %d", len(f.payload), MaxPayload)
+	}
+	_, err := w.Write(appendFrame(make([]byte, 0, 4+headerLen+len(f.payload)), f))
+	return err
+}
+
+// readFrame reads one frame. The payload is freshly allocated, so the caller may keep it.
+// A clean end of stream before a frame starts is io.EOF; anything else that breaks the
+// framing wraps ErrMalformedFrame or io.ErrUnexpectedEOF.
+func readFrame(r io.Reader) (frame, error) {
+	var hdr [4 + headerLen]byte
+	if _, err := io.ReadFull(r, hdr[:4]); err != nil {
+		return frame{}, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:4])
+	if n < headerLen || n-headerLen > MaxPayload {
+		return frame{}, fmt.Errorf("%w: length %d", ErrMalformedFrame, n)
+	}
+	if _, err := io.ReadFull(r, hdr[4:]); err != nil {
+		return frame{}, unexpected(err)
+	}
+	f := frame{typ: frameType(hdr[4]), id: binary.BigEndian.Uint32(hdr[5:])}
+	if !f.typ.valid() {
+		return frame{}, fmt.Errorf("%w: unknown type %#x", ErrMalformedFrame, hdr[4])
+	}
+	if size := n - headerLen; size > 0 {
+		f.payload = make([]byte, size)
+		if _, err := io.ReadFull(r, f.payload); err != nil {
+			return frame{}, unexpected(err)
+		}
+	}
+	return f, nil
+}
+
+func unexpected(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}

@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"io"
+	"time"
+)
+
+// hello opens the stream in each direction.
+type hello struct {
+	Version int    `json:"version"`
+	Role    string `json:"role"` // "client" or "server"
+	PID     int    `json:"pid,omitempty"`
+}
+
+// startMsg asks the server to run one command.
+type startMsg struct {
+	Argv           []string `json:"argv,omitempty"`
+	Command        string   `json:"command,omitempty"`
+	Dir            string   `json:"dir"`
+	Workspace      string   `json:"workspace,omitempty"`
+	Env            []string `json:"env"`
+	Stdin          bool     `json:"stdin"`
+	TimeoutMS      int64    `json:"timeout_ms"`
+	KillGraceMS    int64    `json:"kill_grace_ms"`
+	MaxOutputBytes int64    `json:"max_output_bytes"`
+}
+
+// Error kinds in exitMsg, mapped back to backend sentinels by the client.
+const (
+	kindInvalid = "invalid_request"
+	kindOutside = "outside_workspace"
+	kindStart   = "start"
+)
+
+// exitMsg ends a request. Output was sent before it in stdout and stderr frames.
+type exitMsg struct {
+	ExitCode    int    `json:"exit_code"`
+	TimedOut    bool   `json:"timed_out,omitempty"`
+	Cancelled   bool   `json:"cancelled,omitempty"`
+	Truncated   bool   `json:"truncated,omitempty"`
+	StdoutBytes int64  `json:"stdout_bytes"`
+	StderrBytes int64  `json:"stderr_bytes"`
+	DurationNS  int64  `json:"duration_ns"`
+	Error       string `json:"error,omitempty"`
+	ErrorKind   string `json:"error_kind,omitempty"`
+}
+
+// Request is one command for the helper. Unlike [backend.Request] it is already resolved by
+// the caller: Env is the complete environment, Dir is absolute and the defaults are applied.
+type Request struct {
+	// Argv runs a program directly; Command runs through the server's shell. Exactly one is set.
+	Argv    []string
+	Command string
+	// Dir is the absolute working directory.
+	Dir string
+	// Workspace, when set, is where Dir must lie once its symlinks are resolved (on the
+	// server's side); a Dir that leaves it is refused with backend.ErrOutsideWorkspace.
+	Workspace string
+	// Env is the command's whole environment as NAME=value pairs.
+	Env []string
+	// Stdin, when set, is streamed to the command; nil means an empty stdin.
+	Stdin io.Reader
+	// Timeout bounds the run; zero means no limit.
+	Timeout time.Duration
+	// KillGrace is the time between TERM and KILL; zero means one second.
+	KillGrace time.Duration
+	// MaxOutputBytes caps each output stream at the source; zero means
+	// backend.DefaultMaxOutputBytes.
+	MaxOutputBytes int64
+}
+
+// stdinWindow is the stdin credit each request starts with: what the server may have to
+// buffer for a command that does not read its input.
+const stdinWindow = 256 << 10
+
+// stdinChunk is the largest stdin frame the client sends.
+const stdinChunk = 32 << 10
+
+// outputChunk is the largest output frame the server sends.
+const outputChunk = 64 << 10

@@ -1,0 +1,472 @@
+package agent
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/backend"
+)
+
+// pipeDrain bounds how long the server waits for output pipes to close after the process
+// group was killed; only a process that escaped the group can hold them longer.
+const pipeDrain = 2 * time.Second
+
+// ServeOptions adjusts the server.
+type ServeOptions struct {
+	// Shell runs Request.Command as Shell -c COMMAND (default /bin/sh).
+	Shell string
+	// TouchFile, when set, has its modification time set to now whenever a command starts,
+	// so that a garbage collector outside can tell when the helper was last used.
+	TouchFile string
+	// Logger receives diagnostics (default: none). It must not write to the stream.
+	Logger hclog.Logger
+}
+
+// Serve reads requests from r and answers on w until r ends, ctx is done or the framing
+// breaks. Whatever is still running when it returns has been killed. A clean end of r
+// returns nil.
+func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) error {
+	if opts.Shell == "" {
+		opts.Shell = "/bin/sh"
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	s := &server{opts: opts, w: w, procs: map[uint32]*proc{}}
+	if err := s.send(frameHello, 0, mustJSON(hello{Version: ProtocolVersion, Role: "server", PID: os.Getpid()})); err != nil {
+		return fmt.Errorf("agent: send hello: %w", err)
+	}
+	frames := make(chan frame)
+	readErr := make(chan error, 1)
+	go func() {
+		for {
+			f, err := readFrame(r)
+			if err != nil {
+				readErr <- err
+				return
+			}
+			select {
+			case frames <- f:
+			case <-ctx.Done():
+				readErr <- ctx.Err()
+				return
+			}
+		}
+	}()
+	defer s.stopAll()
+
+	greeted := false
+	for {
+		var f frame
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-readErr:
+			if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return fmt.Errorf("agent: read: %w", err)
+		case f = <-frames:
+		}
+		if !greeted {
+			if err := checkHello(f, "client"); err != nil {
+				return err
+			}
+			greeted = true
+			continue
+		}
+		if err := s.handle(f); err != nil {
+			return err
+		}
+	}
+}
+
+func checkHello(f frame, role string) error {
+	if f.typ != frameHello {
+		return fmt.Errorf("%w: expected hello, got %q", ErrMalformedFrame, f.typ)
+	}
+	var h hello
+	if err := json.Unmarshal(f.payload, &h); err != nil {
+		return fmt.Errorf("%w: hello: %w", ErrMalformedFrame, err)
+	}
+	if h.Version != ProtocolVersion || h.Role != role {
+		return fmt.Errorf("agent: peer speaks protocol %d as %q, want %d as %q", h.Version, h.Role, ProtocolVersion, role)
+	}
+	return nil
+}
+
+type server struct {
+	opts ServeOptions
+
+	wmu sync.Mutex
+	w   io.Writer
+
+	mu    sync.Mutex
+	procs map[uint32]*proc
+	wg    sync.WaitGroup
+}
+
+func (s *server) send(t frameType, id uint32, payload []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return writeFrame(s.w, frame{typ: t, id: id, payload: payload})
+}
+
+// handle dispatches one frame. It never blocks on a command, so one slow command cannot stall
+// the stream; only a broken protocol returns an error.
+func (s *server) handle(f frame) error {
+	s.mu.Lock()
+	p := s.procs[f.id]
+	s.mu.Unlock()
+	switch f.typ {
+	case frameStart:
+		if p != nil || f.id == 0 {
+			return fmt.Errorf("%w: request id %d reused", ErrMalformedFrame, f.id)
+		}
+		var m startMsg
+		if err := json.Unmarshal(f.payload, &m); err != nil {
+			// The stream is intact: refuse this request only.
+			return s.send(frameExit, f.id, mustJSON(exitMsg{ExitCode: -1, Error: "decode start: " + err.Error(), ErrorKind: kindInvalid}))
+		}
+		p = newProc(f.id, m.Stdin)
+		s.mu.Lock()
+		s.procs[f.id] = p
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go s.run(p, m)
+	case frameStdin:
+		if p != nil {
+			p.in.push(f.payload)
+		}
+	case frameStdinClose:
+		if p != nil {
+			p.in.close()
+		}
+	case frameCancel:
+		if p != nil {
+			p.cancel()
+		}
+	default:
+		return fmt.Errorf("%w: unexpected %q from client", ErrMalformedFrame, f.typ)
+	}
+	return nil
+}
+
+// stopAll cancels every running command and waits for them to be reaped.
+func (s *server) stopAll() {
+	s.mu.Lock()
+	for _, p := range s.procs {
+		p.cancel()
+		p.in.close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+func (s *server) run(p *proc, m startMsg) {
+	defer s.wg.Done()
+	if s.opts.TouchFile != "" {
+		touch(s.opts.TouchFile)
+	}
+	out := backend.NewCappedBuffer(m.MaxOutputBytes)
+	errb := backend.NewCappedBuffer(m.MaxOutputBytes)
+	res := s.execute(p, m, out, errb)
+	// The request is forgotten before its exit is sent, so that a client reusing the ID after
+	// the exit can never reach this process.
+	s.mu.Lock()
+	delete(s.procs, p.id)
+	s.mu.Unlock()
+	p.in.close()
+	if res.Error == "" {
+		res.StdoutBytes, res.StderrBytes = out.Total(), errb.Total()
+		res.Truncated = out.Truncated() || errb.Truncated()
+		if err := s.sendChunks(frameStdout, p.id, out.Bytes()); err != nil {
+			return
+		}
+		if err := s.sendChunks(frameStderr, p.id, errb.Bytes()); err != nil {
+			return
+		}
+	}
+	_ = s.send(frameExit, p.id, mustJSON(res))
+}
+
+func (s *server) sendChunks(t frameType, id uint32, data []byte) error {
+	for len(data) > 0 {
+		n := min(len(data), outputChunk)
+		if err := s.send(t, id, data[:n]); err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+// execute runs one command in its own process group and returns how it ended.
+func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer) exitMsg {
+	fail := func(kind, format string, args ...any) exitMsg {
+		return exitMsg{ExitCode: -1, ErrorKind: kind, Error: fmt.Sprintf(format, args...)}
+	}
+	argv := m.Argv
+	switch {
+	case m.Command != "" && len(argv) == 0:
+		argv = []string{s.opts.Shell, "-c", m.Command}
+	case m.Command == "" && len(argv) > 0 && argv[0] != "":
+	default:
+		return fail(kindInvalid, "exactly one of command and argv is required")
+	}
+	if !filepath.IsAbs(m.Dir) {
+		return fail(kindInvalid, "working directory %q is not absolute", m.Dir)
+	}
+	dir, err := filepath.EvalSymlinks(m.Dir)
+	if err != nil {
+		return fail(kindInvalid, "working directory: %v", err)
+	}
+	if m.Workspace != "" {
+		ws, err := filepath.EvalSymlinks(m.Workspace)
+		if err != nil {
+			return fail(kindInvalid, "workspace: %v", err)
+		}
+		if !backend.Within(ws, dir) {
+			return fail(kindOutside, "working directory %q resolves to %s, outside %s", m.Dir, dir, ws)
+		}
+	}
+	start := time.Now()
+	prog, err := lookPath(argv[0], envValue(m.Env, "PATH"), dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", argv[0], err)
+		return exitMsg{ExitCode: 127, DurationNS: int64(time.Since(start))}
+	}
+	cmd := &exec.Cmd{
+		Path:        prog,
+		Args:        argv,
+		Dir:         dir,
+		Env:         m.Env,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	var stdinW *os.File
+	if m.Stdin {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fail(kindStart, "stdin pipe: %v", err)
+		}
+		cmd.Stdin, stdinW = r, w
+		defer r.Close()
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return fail(kindStart, "stdout pipe: %v", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(outR, outW, stdinW)
+		return fail(kindStart, "stderr pipe: %v", err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	if err := cmd.Start(); err != nil {
+		closeAll(outR, outW, errR, errW, stdinW)
+		fmt.Fprintf(stderr, "%s: %v\n", argv[0], err)
+		code := 126
+		if errors.Is(err, os.ErrNotExist) {
+			code = 127
+		}
+		return exitMsg{ExitCode: code, DurationNS: int64(time.Since(start))}
+	}
+	closeAll(outW, errW)
+	if r, ok := cmd.Stdin.(*os.File); ok {
+		_ = r.Close() // the child holds its own copy
+	}
+	pgid := cmd.Process.Pid
+
+	var drained sync.WaitGroup
+	drained.Add(2)
+	go drain(&drained, outR, stdout)
+	go drain(&drained, errR, stderr)
+	if stdinW != nil {
+		go p.in.pump(stdinW, func(n int) { s.grant(p.id, n) })
+	}
+
+	done := make(chan struct{})
+	var timedOut, cancelled bool
+	var killed sync.WaitGroup
+	killed.Add(1)
+	go func() {
+		defer killed.Done()
+		var timer <-chan time.Time
+		if m.TimeoutMS > 0 {
+			t := time.NewTimer(time.Duration(m.TimeoutMS) * time.Millisecond)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-done:
+			return
+		case <-timer:
+			timedOut = true
+		case <-p.cancelled:
+			cancelled = true
+		}
+		grace := time.Duration(m.KillGraceMS) * time.Millisecond
+		if grace <= 0 {
+			grace = time.Second
+		}
+		killGroup(pgid, grace, done)
+	}()
+
+	waitErr := cmd.Wait()
+	close(done)
+	killed.Wait()
+	// Whatever the command left running in its group dies with it.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	waitDrained(&drained, outR, errR)
+	return exitMsg{
+		ExitCode:   exitCode(cmd.ProcessState, waitErr),
+		TimedOut:   timedOut,
+		Cancelled:  cancelled,
+		DurationNS: int64(time.Since(start)),
+	}
+}
+
+// grant returns stdin credit to the client once bytes reached the command (or were dropped
+// because it stopped reading).
+func (s *server) grant(id uint32, n int) {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(n))
+	_ = s.send(frameWindow, id, b[:])
+}
+
+// killGroup sends TERM to the group, then KILL after the grace period unless the leader has
+// exited by then.
+func killGroup(pgid int, grace time.Duration, done <-chan struct{}) {
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// lookPath finds a program the way a shell would with the command's own PATH (not the
+// helper's).
+func lookPath(name, pathEnv, dir string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if err := executable(p); err != nil {
+			return "", err
+		}
+		return p, nil
+	}
+	if pathEnv == "" {
+		pathEnv = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, name)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("not found")
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%s: permission denied", p)
+	}
+	return nil
+}
+
+func envValue(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// touch sets path's times to now; failures are ignored (the file is a hint for gc).
+func touch(path string) {
+	ts := []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
+	_ = unix.UtimesNanoAt(unix.AT_FDCWD, path, ts, 0)
+}
+
+func drain(wg *sync.WaitGroup, r io.Reader, w io.Writer) {
+	defer wg.Done()
+	_, _ = io.Copy(w, r)
+}
+
+// waitDrained waits for both readers to reach EOF, closing them after pipeDrain so that a
+// process that escaped the group cannot hold the request open.
+func waitDrained(wg *sync.WaitGroup, rs ...*os.File) {
+	ch := make(chan struct{})
+	go func() { wg.Wait(); close(ch) }()
+	select {
+	case <-ch:
+	case <-time.After(pipeDrain):
+	}
+	closeAll(rs...)
+	<-ch
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+// exitCode maps a finished process to a shell-style exit code: 128+N for death by signal N.
+func exitCode(ps *os.ProcessState, waitErr error) int {
+	if ps == nil {
+		var ee *exec.ExitError
+		if errors.As(waitErr, &ee) && ee.ProcessState != nil {
+			ps = ee.ProcessState
+		} else {
+			return -1
+		}
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("agent: marshal: " + err.Error()) // only fixed message types are marshalled
+	}
+	return b
+}

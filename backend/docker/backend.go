@@ -1,0 +1,259 @@
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/client"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/airlock-dev/airlock/backend"
+)
+
+var _ backend.Environment = (*Env)(nil)
+
+// Deadlines of Engine API calls. Every call has one, so a daemon that stops answering turns
+// into an error rather than a hang.
+const (
+	apiTimeout     = 30 * time.Second
+	pingTimeout    = 5 * time.Second
+	cleanupTimeout = 20 * time.Second
+)
+
+// Modes reported by Describe.
+const (
+	ModeAgent = "agent"
+	ModeExec  = "exec"
+)
+
+// Option adjusts construction.
+type Option func(*options) error
+
+type options struct {
+	logger hclog.Logger
+}
+
+// WithLogger sets the logger (default: none).
+func WithLogger(l hclog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return errors.New("docker: nil logger")
+		}
+		o.logger = l
+		return nil
+	}
+}
+
+// Env is a container that commands run in.
+type Env struct {
+	cfg     Config
+	cli     *client.Client
+	log     hclog.Logger
+	host    string // daemon address, for messages
+	session string
+	spec    spec
+	fp      string
+	name    string
+	policy  backend.EnvPolicy
+	imgArch string
+
+	// recoverMu serialises repairs, so that concurrent calls that find the container gone
+	// recreate it once.
+	recoverMu sync.Mutex
+
+	mu            sync.Mutex
+	closed        bool
+	containerID   string
+	containerEnv  []string // the container's environment, image's and ours: the base of every command's
+	touchFile     string   // last-use mark inside the container, "" when the rootfs is read-only
+	mode          string
+	agent         *agentConn
+	agentStarts   int
+	notes         []string // for Describe
+	pendingNotes  []string // for the next Result
+	agentDisabled string   // why the helper is not used, "" if it is or may be
+}
+
+// New connects to the daemon, finds or creates the container cfg describes and starts the
+// helper in it. Errors name what is wrong and how to fix it.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := options{logger: hclog.NewNullLogger()}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	cli, host, err := newClient(cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{
+		cfg:     cfg,
+		cli:     cli,
+		log:     o.logger.Named("docker"),
+		host:    host,
+		session: newSessionID(),
+		policy:  backend.EnvPolicy{Passthrough: cfg.EnvPassthrough},
+	}
+	if err := e.ping(ctx); err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	img, err := e.inspectImage(ctx)
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	e.imgArch = img.Architecture
+	e.spec, err = buildSpec(cfg, img.ID)
+	if err != nil {
+		_ = cli.Close()
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	e.fp = e.spec.fingerprint()
+	e.name = e.containerName()
+	if cfg.Agent == AgentOff {
+		e.agentDisabled = "the resident helper is off (environment.docker.agent = \"off\")"
+	}
+	if _, err := e.prepare(ctx, ""); err != nil {
+		cerr := e.Close(ctx)
+		return nil, errors.Join(err, cerr)
+	}
+	return e, nil
+}
+
+func newClient(host string) (*client.Client, string, error) {
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if host != "" {
+		opts = append(opts, client.WithHost(host))
+	}
+	cli, err := client.NewClientWithOpts(opts...)
+	if err != nil {
+		return nil, "", fmt.Errorf("docker: client: %w", err)
+	}
+	return cli, cli.DaemonHost(), nil
+}
+
+// ping checks the daemon answers; negotiation of the API version happens here too.
+func (e *Env) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if _, err := e.cli.Ping(ctx); err != nil {
+		return e.unreachable(err)
+	}
+	return nil
+}
+
+func (e *Env) unreachable(err error) error {
+	return fmt.Errorf("%w: docker daemon at %s is unreachable (is dockerd running, and is DOCKER_HOST or environment.docker.host right?): %w",
+		backend.ErrUnavailable, e.host, err)
+}
+
+func newSessionID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ContainerID returns the ID of the container commands currently run in.
+func (e *Env) ContainerID() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.containerID
+}
+
+// Describe reports the container, the mode commands are started in and the isolation given.
+func (e *Env) Describe() backend.Description {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d := backend.Description{
+		Kind:      "docker",
+		Mode:      e.mode,
+		Workspace: e.cfg.Workdir,
+		Target:    e.name + " (" + shortID(e.containerID) + ")",
+		Capabilities: backend.Capabilities{
+			FilesystemIsolation: true,
+			NetworkIsolation:    e.cfg.Network == "none",
+			WritableHostMounts:  e.spec.hasWritableBind(),
+			ProcessTreeKill:     true,
+			ResidentHelper:      e.mode == ModeAgent,
+		},
+		Limits: backend.Limits{
+			DefaultTimeout: e.cfg.DefaultTimeout,
+			MaxOutputBytes: e.cfg.MaxOutputBytes,
+			MemoryBytes:    int64(e.cfg.Memory),
+			PidsLimit:      e.cfg.PidsLimit,
+			NanoCPUs:       int64(e.cfg.CPUs * 1e9),
+		},
+		Notes: append([]string(nil), e.notes...),
+	}
+	if strings.HasPrefix(e.cfg.User, "0") || strings.HasPrefix(e.cfg.User, "root") {
+		d.Notes = append(d.Notes, "commands run as root inside the container (environment.docker.user)")
+	}
+	return d
+}
+
+func shortID(id string) string { return id[:min(len(id), 12)] }
+
+// Close stops the helper and, unless the container is reused, removes the container. A
+// reused container stays until its idle TTL passes and `airlock gc` removes it.
+func (e *Env) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	a, id := e.agent, e.containerID
+	e.agent = nil
+	e.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	var errs []error
+	if a != nil {
+		a.close(ctx)
+	}
+	if id != "" && !e.cfg.ReuseContainer {
+		if err := e.remove(ctx, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := e.cli.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("docker: close client: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Env) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
+// hostEnv is the part of the host's environment that may be forwarded: never PATH or HOME,
+// which describe the host, not the container.
+func hostEnv() []string {
+	env := os.Environ()
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "PWD", "OLDPWD":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}

@@ -1,0 +1,384 @@
+package docker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/docker/go-units"
+
+	"github.com/airlock-dev/airlock/backend"
+)
+
+// Config is the [environment.docker] section. Start from DefaultConfig: zero values of the
+// boolean keys are not defaults.
+type Config struct {
+	// Host is the daemon address (unix:///…, tcp://…); empty means DOCKER_HOST, then the
+	// default socket, as the docker CLI does.
+	Host string `toml:"host"`
+	// Image is the image commands run in; it must already be on the daemon.
+	Image string `toml:"image"`
+	// Workdir is the workspace inside the container.
+	Workdir string `toml:"workdir"`
+	// Volumes are the exact host directories mounted into the container.
+	Volumes []Volume `toml:"volumes"`
+	// ReuseContainer keeps one container per configuration fingerprint across sessions.
+	ReuseContainer bool `toml:"reuse_container"`
+	// ContainerNamePrefix starts every container's name.
+	ContainerNamePrefix string `toml:"container_name_prefix"`
+	// Network is the network mode: "none" (default), "bridge" or a user-defined network.
+	Network string `toml:"network"`
+	// Memory limits the container's memory (and swap): bytes or "512m".
+	Memory ByteSize `toml:"memory"`
+	// CPUs limits CPU time, in CPUs (1.5 = one and a half).
+	CPUs float64 `toml:"cpus"`
+	// PidsLimit bounds the number of processes in the container.
+	PidsLimit int64 `toml:"pids_limit"`
+	// User runs commands as uid:gid (or a name the image knows).
+	User string `toml:"user"`
+	// ReadOnlyRootfs mounts the image's root filesystem read-only.
+	ReadOnlyRootfs bool `toml:"read_only_rootfs"`
+	// Tmpfs are extra tmpfs mounts; /tmp always is one.
+	Tmpfs []Tmpfs `toml:"tmpfs"`
+	// CapAdd lists capabilities given back after all are dropped.
+	CapAdd []string `toml:"cap_add"`
+	// Runtime is the OCI runtime (e.g. "runsc"); empty means the daemon's default.
+	Runtime string `toml:"runtime"`
+	// IdleTTL is how long a reused container may stay unused before gc removes it.
+	IdleTTL backend.Duration `toml:"idle_ttl"`
+	// Agent is "auto" (use the resident helper when it can run) or "off" (one exec per
+	// command).
+	Agent string `toml:"agent"`
+	// AgentBinary is a static linux airlock binary to copy in; empty means the running
+	// executable.
+	AgentBinary string `toml:"agent_binary"`
+	// Env holds extra variables set in the container.
+	Env map[string]string `toml:"env"`
+
+	// The fields below come from the general [environment] section; the caller fills them.
+
+	// DefaultTimeout applies when a request sets none.
+	DefaultTimeout time.Duration `toml:"-"`
+	// MaxOutputBytes caps each stream when a request sets none.
+	MaxOutputBytes int64 `toml:"-"`
+	// EnvPassthrough lists the host variables (names or globs) that reach commands. PATH and
+	// HOME never do: the container has its own.
+	EnvPassthrough []string `toml:"-"`
+	// KillGrace is the time between TERM and KILL.
+	KillGrace time.Duration `toml:"-"`
+}
+
+// Volume is one host directory mounted into the container.
+type Volume struct {
+	Host      string `toml:"host"`
+	Container string `toml:"container"`
+	ReadOnly  bool   `toml:"read_only"`
+}
+
+// Tmpfs is one extra tmpfs mount.
+type Tmpfs struct {
+	Path string   `toml:"path"`
+	Size ByteSize `toml:"size"`
+}
+
+// ByteSize is a size in bytes; in TOML a number of bytes or a string such as "512m".
+type ByteSize int64
+
+// UnmarshalTOML implements toml.Unmarshaler.
+func (b *ByteSize) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case int64:
+		if x < 0 {
+			return errors.New("size: must not be negative")
+		}
+		*b = ByteSize(x)
+	case string:
+		n, err := units.RAMInBytes(x)
+		if err != nil {
+			return fmt.Errorf("size %q: want bytes or a size such as \"512m\": %w", x, err)
+		}
+		if n < 0 {
+			return errors.New("size: must not be negative")
+		}
+		*b = ByteSize(n)
+	default:
+		return fmt.Errorf("size: want bytes or a string such as \"512m\", got %T", v)
+	}
+	return nil
+}
+
+// DefaultConfig returns the hardened defaults.
+func DefaultConfig() Config {
+	return Config{
+		Workdir:             "/workspace",
+		ReuseContainer:      true,
+		ContainerNamePrefix: "airlock_",
+		Network:             "none",
+		Memory:              1 << 30,
+		CPUs:                1,
+		PidsLimit:           256,
+		User:                "65534:65534",
+		IdleTTL:             backend.Duration(30 * time.Minute),
+		Agent:               AgentAuto,
+		DefaultTimeout:      120 * time.Second,
+		MaxOutputBytes:      backend.DefaultMaxOutputBytes,
+		EnvPassthrough:      backend.DefaultPassthrough,
+		KillGrace:           time.Second,
+	}
+}
+
+// Agent modes.
+const (
+	AgentAuto = "auto"
+	AgentOff  = "off"
+)
+
+// withDefaults fills the zero fields that have a non-zero default.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Workdir == "" {
+		c.Workdir = d.Workdir
+	}
+	if c.ContainerNamePrefix == "" {
+		c.ContainerNamePrefix = d.ContainerNamePrefix
+	}
+	if c.Network == "" {
+		c.Network = d.Network
+	}
+	if c.PidsLimit == 0 {
+		c.PidsLimit = d.PidsLimit
+	}
+	if c.User == "" {
+		c.User = d.User
+	}
+	if c.IdleTTL == 0 {
+		c.IdleTTL = d.IdleTTL
+	}
+	if c.Agent == "" {
+		c.Agent = d.Agent
+	}
+	if c.DefaultTimeout == 0 {
+		c.DefaultTimeout = d.DefaultTimeout
+	}
+	if c.MaxOutputBytes == 0 {
+		c.MaxOutputBytes = d.MaxOutputBytes
+	}
+	if c.EnvPassthrough == nil {
+		c.EnvPassthrough = d.EnvPassthrough
+	}
+	if c.KillGrace == 0 {
+		c.KillGrace = d.KillGrace
+	}
+	return c
+}
+
+const key = "environment.docker."
+
+var (
+	namePrefixRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+	capRE        = regexp.MustCompile(`^(CAP_)?[A-Z][A-Z0-9_]*$`)
+	userRE       = regexp.MustCompile(`^[a-zA-Z0-9_.-]+(:[a-zA-Z0-9_.-]+)?$`)
+)
+
+// Validate reports every key that cannot work, each error naming the key, e.g.
+// "environment.docker.volumes[1].host: refused: /etc is a system directory". Host paths of
+// volumes are checked after resolving their symlinks; see [CheckHostPath].
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(k, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s%s: %s", key, k, fmt.Sprintf(format, args...)))
+	}
+	if c.Image == "" {
+		bad("image", "required: the image commands run in")
+	}
+	if !path.IsAbs(c.Workdir) || path.Clean(c.Workdir) == "/" {
+		bad("workdir", "must be an absolute path below /, got %q", c.Workdir)
+	}
+	targets := map[string]string{"/tmp": "the /tmp tmpfs"}
+	checkTarget := func(k, p string) {
+		switch {
+		case !path.IsAbs(p):
+			bad(k, "must be an absolute path in the container, got %q", p)
+			return
+		case path.Clean(p) == "/":
+			bad(k, "refused: / cannot be mounted over")
+			return
+		}
+		for _, sys := range []string{"/proc", "/sys", "/dev"} {
+			if backend.Within(sys, p) {
+				bad(k, "refused: %s is a kernel filesystem in the container", sys)
+				return
+			}
+		}
+		if prev, dup := targets[path.Clean(p)]; dup {
+			bad(k, "%s is already used by %s", path.Clean(p), prev)
+			return
+		}
+		targets[path.Clean(p)] = k
+	}
+	for i, v := range c.Volumes {
+		k := fmt.Sprintf("volumes[%d]", i)
+		if _, err := CheckHostPath(v.Host); err != nil {
+			bad(k+".host", "%s", err.Error())
+		}
+		checkTarget(k+".container", v.Container)
+	}
+	for i, t := range c.Tmpfs {
+		checkTarget(fmt.Sprintf("tmpfs[%d].path", i), t.Path)
+	}
+	if !namePrefixRE.MatchString(c.ContainerNamePrefix) {
+		bad("container_name_prefix", "%q is not a valid container name start ([a-zA-Z0-9][a-zA-Z0-9_.-]*)", c.ContainerNamePrefix)
+	}
+	switch n := c.Network; {
+	case n == "host":
+		bad("network", "refused: host networking gives commands the host's network; use \"none\" or a bridge network")
+	case strings.HasPrefix(n, "container:"):
+		bad("network", "refused: sharing another container's network namespace")
+	}
+	if c.Memory != 0 && c.Memory < 6<<20 {
+		bad("memory", "%d bytes is below Docker's minimum of 6 MiB", c.Memory)
+	}
+	if c.CPUs < 0 {
+		bad("cpus", "must not be negative")
+	}
+	if c.PidsLimit < 0 {
+		bad("pids_limit", "must not be negative")
+	}
+	if !userRE.MatchString(c.User) {
+		bad("user", "want uid:gid or a user name, got %q", c.User)
+	}
+	for i, cp := range c.CapAdd {
+		if !capRE.MatchString(strings.ToUpper(cp)) || strings.EqualFold(cp, "ALL") {
+			bad(fmt.Sprintf("cap_add[%d]", i), "%q is not a single capability name", cp)
+		}
+	}
+	if c.Agent != AgentAuto && c.Agent != AgentOff {
+		bad("agent", "want \"auto\" or \"off\", got %q", c.Agent)
+	}
+	if c.IdleTTL < 0 {
+		bad("idle_ttl", "must not be negative")
+	}
+	for name := range c.Env {
+		switch {
+		case !backend.ValidName(name):
+			bad("env", "%q is not a valid variable name", name)
+		case backend.IsSecretName(name):
+			bad("env", "%q looks like a secret; secrets never reach commands", name)
+		}
+	}
+	if c.DefaultTimeout < 0 || c.KillGrace < 0 || c.MaxOutputBytes < 0 {
+		errs = append(errs, errors.New("environment: timeout, kill_grace and max_output_bytes must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// forbidden is a host path that must not be mounted, nor any directory that contains it.
+// With subtree, everything below it is refused too; with a glob base, every entry of dir
+// whose name matches is.
+type forbidden struct {
+	dir, base string
+	subtree   bool
+	why       string
+}
+
+var forbiddenPaths = []forbidden{
+	{"/", "etc", true, "is a system directory"},
+	{"/", "proc", true, "is a kernel filesystem"},
+	{"/", "sys", true, "is a kernel filesystem"},
+	{"/", "dev", true, "is the host's devices"},
+	{"/", "boot", true, "is a system directory"},
+	{"/", "root", false, "is a home directory's root"},
+	{"/home", "*", false, "is a home directory's root"},
+	{"/run", "docker*", true, "is the Docker daemon's runtime directory"},
+	{"/var/run", "docker*", true, "is the Docker daemon's runtime directory"},
+	{"/run", "containerd", true, "is containerd's runtime directory"},
+	{"/var/run", "containerd", true, "is containerd's runtime directory"},
+	{"/var/lib", "docker", true, "is the Docker daemon's state"},
+	{"/var/lib", "containerd", true, "is containerd's state"},
+}
+
+var socketNames = []string{"docker.sock", "containerd.sock", "dockershim.sock", "podman.sock", "crio.sock"}
+
+// CheckHostPath decides whether a host path may be mounted and returns it with its symlinks
+// resolved. It refuses /, system and kernel directories, a home directory's root, Docker and
+// containerd sockets and state, the socket of DOCKER_HOST, any socket file, and any directory
+// that contains one of those. The decision is made on the resolved path, so a symlink to /etc
+// is refused as /etc.
+func CheckHostPath(p string) (string, error) {
+	if p == "" || !filepath.IsAbs(p) {
+		return "", fmt.Errorf("must be an absolute host path, got %q", p)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", fmt.Errorf("cannot resolve: %w", err)
+	}
+	shown := real
+	if real != filepath.Clean(p) {
+		shown = fmt.Sprintf("%s (resolved from %s)", real, p)
+	}
+	if why := refusal(real); why != "" {
+		return "", fmt.Errorf("refused: %s %s", shown, why)
+	}
+	if fi, err := os.Stat(real); err != nil {
+		return "", fmt.Errorf("cannot stat: %w", err)
+	} else if fi.Mode()&os.ModeSocket != 0 {
+		return "", fmt.Errorf("refused: %s is a socket", shown)
+	}
+	return real, nil
+}
+
+// refusal says why a resolved, cleaned path may not be mounted, or "" if it may.
+func refusal(p string) string {
+	p = filepath.Clean(p)
+	if p == "/" {
+		return "is the host's root"
+	}
+	for _, f := range forbiddenPaths {
+		if backend.Within(p, f.dir) {
+			// p is f.dir or one of its ancestors: mounting it exposes what f protects.
+			return "contains " + path.Join(f.dir, f.base) + ", which " + f.why
+		}
+		if !backend.Within(f.dir, p) {
+			continue
+		}
+		rest := strings.TrimPrefix(strings.TrimPrefix(p, f.dir), "/")
+		first, _, deeper := strings.Cut(rest, "/")
+		if ok, _ := path.Match(f.base, first); ok && (!deeper || f.subtree) {
+			return f.why
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) && home != "/" && backend.Within(p, filepath.Clean(home)) {
+		return "is or contains the home directory " + home
+	}
+	base := path.Base(p)
+	for _, s := range socketNames {
+		if base == s {
+			return "is a container runtime socket"
+		}
+	}
+	if sock := daemonSocket(); sock != "" && backend.Within(p, sock) {
+		if p == sock {
+			return "is the Docker daemon's socket"
+		}
+		return "contains the Docker daemon's socket " + sock
+	}
+	return ""
+}
+
+// daemonSocket is the unix socket of DOCKER_HOST, resolved, if there is one.
+func daemonSocket() string {
+	h := os.Getenv("DOCKER_HOST")
+	sock, ok := strings.CutPrefix(h, "unix://")
+	if !ok || sock == "" {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(sock); err == nil {
+		return real
+	}
+	return filepath.Clean(sock)
+}

@@ -1,0 +1,145 @@
+// Package dockertest holds the helpers that tests against a real Docker daemon share: a
+// client that skips the test when no daemon answers (or fails it when
+// AIRLOCK_REQUIRE_DOCKER=1, as CI sets), the busybox test image, and a static airlock binary
+// to use as the resident helper.
+package dockertest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+)
+
+// ImageName is the test image: busybox-static with every applet linked, /etc/passwd with
+// root and nobody (65534), /tmp and a world-writable /workspace. .ci/dockerd.sh builds the
+// same image.
+const ImageName = "airlock-test/busybox:latest"
+
+// Client returns a client for DOCKER_HOST after checking, with a short timeout, that the
+// daemon answers. Without one the test is skipped, unless AIRLOCK_REQUIRE_DOCKER=1.
+func Client(t testing.TB) *client.Client {
+	t.Helper()
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err = cli.Ping(ctx)
+		cancel()
+		if err != nil {
+			_ = cli.Close()
+		}
+	}
+	if err != nil {
+		if os.Getenv("AIRLOCK_REQUIRE_DOCKER") == "1" {
+			t.Fatalf("docker daemon required (AIRLOCK_REQUIRE_DOCKER=1) but not reachable at %q: %v", os.Getenv("DOCKER_HOST"), err)
+		}
+		t.Skipf("no docker daemon at %q: %v (run .ci/dockerd.sh and export DOCKER_HOST=unix:///run/airlock-ci/docker.sock)", os.Getenv("DOCKER_HOST"), err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+var imageOnce struct {
+	sync.Mutex
+	done bool
+}
+
+// Image returns the busybox test image, building it with docker import when it is missing.
+func Image(t testing.TB) string {
+	t.Helper()
+	cli := Client(t)
+	imageOnce.Lock()
+	defer imageOnce.Unlock()
+	if imageOnce.done {
+		return ImageName
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cli.ImageInspect(ctx, ImageName); err == nil {
+		imageOnce.done = true
+		return ImageName
+	}
+	bb, err := exec.LookPath("busybox")
+	if err != nil {
+		t.Fatalf("building %s needs busybox (apt-get install busybox-static): %v", ImageName, err)
+	}
+	root := t.TempDir()
+	for _, d := range []string{"bin", "etc", "tmp", "workspace", "proc", "sys", "dev"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, os.Chmod(filepath.Join(root, "tmp"), 0o1777))
+	must(t, os.Chmod(filepath.Join(root, "workspace"), 0o777))
+	data, err := os.ReadFile(bb)
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(root, "bin", "busybox"), data, 0o755))
+	list, err := exec.Command(bb, "--list").Output()
+	must(t, err)
+	for _, applet := range strings.Fields(string(list)) {
+		if applet != "busybox" {
+			must(t, os.Symlink("busybox", filepath.Join(root, "bin", applet)))
+		}
+	}
+	must(t, os.WriteFile(filepath.Join(root, "etc", "passwd"),
+		[]byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(root, "etc", "group"), []byte("root:x:0:\nnogroup:x:65534:\n"), 0o644))
+	cmd := exec.Command("sh", "-c", `tar -C "$1" -c . | docker import -c 'ENV PATH=/bin' - "$2"`, "import", root, ImageName)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("docker import %s: %v\n%s", ImageName, err, out)
+	}
+	imageOnce.done = true
+	return ImageName
+}
+
+var agentBuild struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// AgentBinary returns a static airlock binary, built once per test process.
+func AgentBinary(t testing.TB) string {
+	t.Helper()
+	agentBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "airlock-agent-bin-")
+		if err != nil {
+			agentBuild.err = err
+			return
+		}
+		p := filepath.Join(dir, "airlock")
+		cmd := exec.Command("go", "build", "-o", p, "github.com/airlock-dev/airlock/cmd/airlock")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		agentBuild.out, agentBuild.err = cmd.CombinedOutput()
+		agentBuild.path = p
+	})
+	if agentBuild.err != nil {
+		t.Fatalf("build static airlock: %v\n%s", agentBuild.err, agentBuild.out)
+	}
+	return agentBuild.path
+}
+
+// Workspace returns a fresh host directory that the container's non-root user can write,
+// for mounting as the workspace.
+func Workspace(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	must(t, os.Chmod(dir, 0o777))
+	real, err := filepath.EvalSymlinks(dir)
+	must(t, err)
+	return real
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,471 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/agent"
+)
+
+// pipeDrain bounds how long Exec waits for a killed command's output stream to end; only a
+// process that left the command's process group can hold it longer.
+const pipeDrain = 2 * time.Second
+
+// errNeedsRepair marks an exec that failed because the container is gone or stopped; the
+// command did not start, so it is safe to repair the container and run it again.
+var errNeedsRepair = errors.New("container not running")
+
+// Exec runs req in the container: through the helper when it runs, else with one docker
+// exec.
+func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, error) {
+	if err := req.Validate(); err != nil {
+		return backend.Result{}, err
+	}
+	if e.isClosed() {
+		return backend.Result{}, backend.ErrClosed
+	}
+	dir, err := backend.WorkDir(e.cfg.Workdir, req.Dir)
+	if err != nil {
+		return backend.Result{}, err
+	}
+	timeout := req.Timeout
+	if timeout == 0 {
+		timeout = e.cfg.DefaultTimeout
+	}
+	capBytes := req.MaxOutputBytes
+	if capBytes == 0 {
+		capBytes = e.cfg.MaxOutputBytes
+	}
+	env := e.policy.Build(hostEnv(), req.Env)
+
+	notes, err := e.ready(ctx)
+	if err != nil {
+		return backend.Result{}, err
+	}
+	for attempt := 0; ; attempt++ {
+		e.mu.Lock()
+		mode, a, id, base := e.mode, e.agent, e.containerID, e.containerEnv
+		e.mu.Unlock()
+		var res backend.Result
+		if mode == ModeAgent {
+			res, err = a.client.Exec(ctx, agent.Request{
+				Argv: req.Argv, Command: req.Command, Dir: dir, Workspace: e.cfg.Workdir,
+				Env: mergeEnv(base, env), Stdin: req.Stdin, Timeout: timeout,
+				KillGrace: e.cfg.KillGrace, MaxOutputBytes: capBytes,
+			})
+			if errors.Is(err, backend.ErrUnavailable) && !errors.Is(err, backend.ErrClosed) {
+				err = fmt.Errorf("docker: the helper in %s stopped while the command ran; the environment is repaired on the next call: %w", e.name, err)
+			}
+		} else {
+			res, err = e.execOnce(ctx, id, req, dir, env, timeout, capBytes)
+			if errors.Is(err, errNeedsRepair) && attempt == 0 && !e.isClosed() {
+				more, rerr := e.repair(ctx, err.Error())
+				if rerr != nil {
+					return backend.Result{}, errors.Join(err, rerr)
+				}
+				notes = append(notes, more...)
+				continue
+			}
+		}
+		if err != nil {
+			return backend.Result{}, err
+		}
+		res.Notes = append(notes, res.Notes...)
+		e.log.Debug("exec finished", "mode", mode, "exit_code", res.ExitCode,
+			"duration_ms", res.Duration.Milliseconds(), "timed_out", res.TimedOut, "cancelled", res.Cancelled)
+		return res, nil
+	}
+}
+
+// mergeEnv lays the command's variables over the container's.
+func mergeEnv(base, over []string) []string {
+	out := make([]string, 0, len(base)+len(over))
+	seen := make(map[string]bool, len(over))
+	for _, kv := range over {
+		name, _, _ := strings.Cut(kv, "=")
+		seen[name] = true
+	}
+	for _, kv := range base {
+		name, _, _ := strings.Cut(kv, "=")
+		if !seen[name] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, over...)
+}
+
+// ready returns the notes owed to the next Result, repairing the environment first when the
+// helper has died.
+func (e *Env) ready(ctx context.Context) ([]string, error) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, backend.ErrClosed
+	}
+	if e.mode == ModeExec || e.agent != nil && e.agent.alive() {
+		notes := e.pendingNotes
+		e.pendingNotes = nil
+		e.mu.Unlock()
+		return notes, nil
+	}
+	why := "the resident helper stopped"
+	if e.agent != nil {
+		if err := e.agent.client.Err(); err != nil {
+			why += " (" + err.Error() + ")"
+		}
+	}
+	e.mu.Unlock()
+	return e.repair(ctx, why)
+}
+
+// repair brings back a running container and helper; concurrent callers repair once.
+func (e *Env) repair(ctx context.Context, why string) ([]string, error) {
+	e.recoverMu.Lock()
+	defer e.recoverMu.Unlock()
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, backend.ErrClosed
+	}
+	if e.mode == ModeAgent && e.agent != nil && e.agent.alive() {
+		// Another call repaired it while this one waited.
+		notes := e.pendingNotes
+		e.pendingNotes = nil
+		e.mu.Unlock()
+		return notes, nil
+	}
+	e.mu.Unlock()
+	e.log.Info("repairing environment", "container", e.name, "reason", why)
+	return e.prepare(ctx, why)
+}
+
+// prepare makes sure a container with this configuration runs and, unless it is disabled,
+// that a helper runs in it. It returns notes for the next Result when something was
+// recreated or restarted.
+func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
+	e.mu.Lock()
+	old, id := e.agent, e.containerID
+	e.agent = nil
+	e.mu.Unlock()
+	if old != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		old.close(cctx)
+		cancel()
+	}
+	var notes []string
+	recreated := false
+	if id != "" {
+		info, err := e.inspect(ctx, id)
+		switch {
+		case cerrdefs.IsNotFound(err):
+			why, id = "container "+e.name+" was removed", ""
+		case err != nil:
+			return nil, err
+		case info.State == nil || !info.State.Running:
+			why, id = "container "+e.name+" had stopped", ""
+		}
+		recreated = id == ""
+	}
+	if id == "" {
+		newID, note, err := e.ensureContainer(ctx)
+		if err != nil {
+			return nil, err
+		}
+		info, err := e.inspect(ctx, newID)
+		if err != nil {
+			return nil, err
+		}
+		if recreated {
+			notes = append(notes, "environment recreated: "+why+"; "+note)
+		}
+		e.mu.Lock()
+		e.containerID = newID
+		if info.Config != nil {
+			e.containerEnv = info.Config.Env
+		}
+		if recreated {
+			e.agentStarts = 0 // the helper did not fail: its container went away
+		}
+		e.mu.Unlock()
+		id = newID
+	}
+
+	mode := ModeExec
+	var a *agentConn
+	e.mu.Lock()
+	disabled, starts := e.agentDisabled, e.agentStarts
+	e.mu.Unlock()
+	if disabled == "" {
+		if starts >= 2 {
+			disabled = "the resident helper stopped twice (" + why + "); commands now start with one docker exec each (~45 ms)"
+			notes = append(notes, disabled)
+		} else {
+			var err error
+			a, err = e.startAgent(ctx, id)
+			starts++
+			switch {
+			case err != nil:
+				disabled = "resident helper unavailable: " + err.Error() + "; commands start with one docker exec each (~45 ms)"
+				e.log.Warn("falling back to one exec per command", "error", err)
+				if why != "" {
+					notes = append(notes, disabled)
+				}
+			case why != "" && !recreated:
+				mode = ModeAgent
+				notes = append(notes, "restarted the resident helper: "+why)
+			default:
+				mode = ModeAgent
+			}
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		// Closed while repairing: do not leave a helper behind.
+		if a != nil {
+			go a.close(context.Background())
+		}
+		return nil, backend.ErrClosed
+	}
+	e.agent, e.mode, e.agentStarts, e.agentDisabled = a, mode, starts, disabled
+	e.notes = nil
+	if disabled != "" {
+		e.notes = append(e.notes, disabled)
+	}
+	if e.cfg.Network != "none" {
+		e.notes = append(e.notes, "the container has network access (environment.docker.network = \""+e.cfg.Network+"\")")
+	}
+	return notes, nil
+}
+
+// wrapperScript runs one command in exec mode. The exec'd shell is a session and process
+// group leader (runc makes it one), so everything the command starts shares its group. It
+// confines the working directory after resolving symlinks, records its PID for a kill from a
+// second exec, arms a watchdog that enforces the time limit inside the container even if
+// Airlock goes away, runs the command, then kills what the command left in the group
+// (reading /proc, since sh cannot kill a group without killing itself) before exiting with
+// the command's status.
+//
+// Arguments: WORKSPACE DIR PIDFILE LIMIT_S GRACE_S TOUCHFILE ARGV...
+const wrapperScript = `ws=$1 dir=$2 pidf=$3 limit=$4 grace=$5 touchf=$6; shift 6
+[ -n "$touchf" ] && touch -c "$touchf" 2>/dev/null
+if cd -P -- "$ws" 2>/dev/null; then real_ws=$PWD; else real_ws=$ws; fi
+if ! cd -P -- "$dir" 2>/dev/null; then printf 'airlock-wrapper:nodir:%s\n' "$dir" >&2; exit 125; fi
+case "$PWD/" in "$real_ws"/*) ;; *) printf 'airlock-wrapper:outside:%s\n' "$PWD" >&2; exit 125;; esac
+echo $$ > "$pidf"
+(sleep "$limit"; kill -TERM -$$; sleep "$grace"; kill -KILL -$$) </dev/null >/dev/null 2>&1 &
+"$@"
+rc=$?
+me=$$ n=0
+while [ $n -lt 10 ]; do
+	found=
+	for f in /proc/[0-9]*/stat; do
+		{ read -r line < "$f"; } 2>/dev/null || continue
+		p=${line%% *}
+		[ "$p" = "$me" ] && continue
+		set -- ${line##*') '}
+		[ "$3" = "$me" ] && kill -KILL "$p" 2>/dev/null && found=1
+	done
+	[ -n "$found" ] || break
+	n=$((n+1))
+done
+rm -f "$pidf"
+exit $rc`
+
+// killScript kills the process group whose leader's PID is in $1: TERM, up to $2 tenths of a
+// second of grace, KILL.
+const killScript = `i=0; until { read -r p < "$1"; } 2>/dev/null; do i=$((i+1)); [ $i -gt 20 ] && exit 0; sleep 0.05; done
+kill -TERM -"$p" 2>/dev/null; i=0
+while [ $i -lt "$2" ] && kill -0 -"$p" 2>/dev/null; do sleep 0.1; i=$((i+1)); done
+kill -KILL -"$p" 2>/dev/null; rm -f "$1"; exit 0`
+
+// execOnce runs one command with its own docker exec.
+func (e *Env) execOnce(ctx context.Context, id string, req backend.Request, dir string, env []string, timeout time.Duration, capBytes int64) (backend.Result, error) {
+	argv := req.Argv
+	if req.Command != "" {
+		argv = []string{"/bin/sh", "-c", req.Command}
+	}
+	pidf := "/tmp/.airlock-exec-" + newSessionID() + ".pid"
+	limit := int64((timeout+time.Second-1)/time.Second) + 2
+	grace := int64((e.cfg.KillGrace+time.Second-1)/time.Second) + 1
+	touchf := ""
+	if !e.cfg.ReadOnlyRootfs {
+		touchf = lastUseFile
+	}
+	cmd := append([]string{"/bin/sh", "-c", wrapperScript, "airlock-exec", e.cfg.Workdir, dir, pidf,
+		strconv.FormatInt(limit, 10), strconv.FormatInt(grace, 10), touchf}, argv...)
+
+	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	x, err := e.cli.ContainerExecCreate(cctx, id, container.ExecOptions{
+		User: e.cfg.User, Cmd: cmd, Env: env,
+		AttachStdin: req.Stdin != nil, AttachStdout: true, AttachStderr: true,
+	})
+	if err != nil {
+		return backend.Result{}, e.execErr(err)
+	}
+	hij, err := e.cli.ContainerExecAttach(cctx, x.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return backend.Result{}, e.execErr(err)
+	}
+	defer hij.Close()
+	start := time.Now()
+
+	if req.Stdin != nil {
+		go func() {
+			_, _ = io.Copy(hij.Conn, req.Stdin)
+			_ = hij.CloseWrite()
+		}()
+	}
+	stdout := backend.NewCappedBuffer(capBytes)
+	stderr := backend.NewCappedBuffer(capBytes)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = stdcopy.StdCopy(stdout, stderr, hij.Reader)
+	}()
+
+	var timedOut, cancelled bool
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		timedOut = true
+	case <-ctx.Done():
+		cancelled = true
+	}
+	if timedOut || cancelled {
+		kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.KillGrace+cleanupTimeout)
+		tenths := strconv.FormatInt(int64(e.cfg.KillGrace/(100*time.Millisecond)), 10)
+		if _, err := e.rawExec(kctx, id, rawExec{user: e.cfg.User, cmd: []string{"/bin/sh", "-c", killScript, "kill", pidf, tenths}}); err != nil {
+			e.log.Warn("kill of timed-out command failed", "error", err)
+		}
+		kcancel()
+		select {
+		case <-done:
+		case <-time.After(pipeDrain):
+			hij.Close()
+			<-done
+		}
+	}
+
+	code, err := e.execExitCode(context.WithoutCancel(ctx), x.ID)
+	if err != nil {
+		return backend.Result{}, err
+	}
+	errOut := stderr.Bytes()
+	if code == 125 && bytes.HasPrefix(errOut, []byte("airlock-wrapper:")) {
+		line, _, _ := strings.Cut(string(errOut), "\n")
+		kind, what, _ := strings.Cut(strings.TrimPrefix(line, "airlock-wrapper:"), ":")
+		if kind == "outside" {
+			return backend.Result{}, fmt.Errorf("%w: working directory %q resolves to %s, outside %s", backend.ErrOutsideWorkspace, req.Dir, what, e.cfg.Workdir)
+		}
+		return backend.Result{}, fmt.Errorf("%w: working directory %q does not exist in the container", backend.ErrInvalidRequest, what)
+	}
+	return backend.Result{
+		ExitCode:    code,
+		Stdout:      stdout.Bytes(),
+		Stderr:      errOut,
+		Truncated:   stdout.Truncated() || stderr.Truncated(),
+		StdoutBytes: stdout.Total(),
+		StderrBytes: stderr.Total(),
+		Duration:    time.Since(start),
+		TimedOut:    timedOut,
+		Cancelled:   cancelled,
+	}, nil
+}
+
+// execErr maps an exec failure: a missing or stopped container needs repair, a daemon that
+// does not answer is unavailable.
+func (e *Env) execErr(err error) error {
+	switch {
+	case cerrdefs.IsNotFound(err):
+		return fmt.Errorf("docker exec: container %s was removed: %w", e.name, errNeedsRepair)
+	case cerrdefs.IsConflict(err):
+		return fmt.Errorf("docker exec: container %s is not running: %w", e.name, errNeedsRepair)
+	case client.IsErrConnectionFailed(err):
+		return e.unreachable(err)
+	}
+	return fmt.Errorf("docker exec: %w", err)
+}
+
+// execExitCode waits (briefly) for the daemon to record the exec's end and returns its code.
+func (e *Env) execExitCode(ctx context.Context, execID string) (int, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ictx, cancel := context.WithTimeout(ctx, apiTimeout)
+		x, err := e.cli.ContainerExecInspect(ictx, execID)
+		cancel()
+		if err != nil {
+			return 0, e.execErr(err)
+		}
+		if !x.Running {
+			return x.ExitCode, nil
+		}
+		if time.Now().After(deadline) {
+			return -1, nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// rawExec is a small housekeeping exec (install, kill) whose output is kept whole up to
+// 64 KiB.
+type rawExec struct {
+	user  string
+	cmd   []string
+	stdin io.Reader
+}
+
+func (e *Env) rawExec(ctx context.Context, id string, r rawExec) (backend.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	x, err := e.cli.ContainerExecCreate(ctx, id, container.ExecOptions{
+		User: r.user, Cmd: r.cmd, AttachStdin: r.stdin != nil, AttachStdout: true, AttachStderr: true,
+	})
+	if err != nil {
+		return backend.Result{}, e.execErr(err)
+	}
+	hij, err := e.cli.ContainerExecAttach(ctx, x.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return backend.Result{}, e.execErr(err)
+	}
+	defer hij.Close()
+	if r.stdin != nil {
+		go func() {
+			_, _ = io.Copy(hij.Conn, r.stdin)
+			_ = hij.CloseWrite()
+		}()
+	}
+	stdout, stderr := backend.NewCappedBuffer(64<<10), backend.NewCappedBuffer(64<<10)
+	done := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(stdout, stderr, hij.Reader)
+		done <- err
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		hij.Close()
+		<-done
+		return backend.Result{}, fmt.Errorf("docker exec %s: %w", r.cmd[0], ctx.Err())
+	}
+	code, err := e.execExitCode(ctx, x.ID)
+	if err != nil {
+		return backend.Result{}, err
+	}
+	return backend.Result{ExitCode: code, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, nil
+}

@@ -1,0 +1,141 @@
+package docker_test
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend/docker/dockertest"
+)
+
+func errors_Is(err, target error) bool { return errors.Is(err, target) }
+
+// waitStopped waits until the container is gone or not running.
+func waitStopped(t *testing.T, id string) {
+	t.Helper()
+	cli := dockertest.Client(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		info, err := cli.ContainerInspect(context.Background(), id)
+		if err != nil || !info.State.Running {
+			time.Sleep(300 * time.Millisecond) // let the attached stream notice
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("container %s still running", id)
+}
+
+func hasNote(res backend.Result, s string) bool {
+	for _, n := range res.Notes {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRecoversFromOutsideDamage(t *testing.T) {
+	cli := dockertest.Client(t)
+	damage := map[string]func(ctx context.Context, id string) error{
+		"killed": func(ctx context.Context, id string) error { return cli.ContainerKill(ctx, id, "KILL") },
+		"removed": func(ctx context.Context, id string) error {
+			return cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
+		},
+	}
+	for _, mode := range []string{docker.ModeAgent, docker.ModeExec} {
+		for name, hurt := range damage {
+			t.Run(mode+"/"+name, func(t *testing.T) {
+				cfg := testConfig(t, dockertest.Workspace(t), mode)
+				cfg.ReuseContainer = false
+				env := newEnv(t, cfg)
+				sh(t, env, "true")
+				old := env.ContainerID()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := hurt(ctx, old); err != nil {
+					t.Fatal(err)
+				}
+				waitStopped(t, old)
+				res := mustExec(t, env, backend.Request{Command: "echo back"})
+				if string(res.Stdout) != "back\n" || !hasNote(res, "environment recreated") {
+					t.Errorf("after the container was %s: %q notes %q", name, res.Stdout, res.Notes)
+				}
+				if got := env.Describe().Mode; got != mode {
+					t.Errorf("mode after recovery = %q (notes %q)", got, env.Describe().Notes)
+				}
+				if res := mustExec(t, env, backend.Request{Command: "true"}); len(res.Notes) != 0 {
+					t.Errorf("notes repeated: %q", res.Notes)
+				}
+			})
+		}
+	}
+}
+
+func TestHelperRestartedOnceThenFallsBack(t *testing.T) {
+	cfg := testConfig(t, dockertest.Workspace(t), docker.ModeAgent)
+	cfg.ReuseContainer = false
+	env := newEnv(t, cfg)
+	killHelper := func() {
+		t.Helper()
+		out, err := exec.Command("docker", "exec", env.ContainerID(), "sh", "-c",
+			`for p in /proc/[0-9]*; do case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in /.airlock/agent-*) kill -KILL ${p#/proc/};; esac; done`).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kill helper: %v %s", err, out)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	killHelper()
+	res := mustExec(t, env, backend.Request{Command: "echo one"})
+	if string(res.Stdout) != "one\n" || !hasNote(res, "restarted the resident helper") || env.Describe().Mode != docker.ModeAgent {
+		t.Errorf("first death: %q %q mode %s", res.Stdout, res.Notes, env.Describe().Mode)
+	}
+	killHelper()
+	res = mustExec(t, env, backend.Request{Command: "echo two"})
+	if string(res.Stdout) != "two\n" || env.Describe().Mode != docker.ModeExec || !hasNote(res, "stopped twice") {
+		t.Errorf("second death: %q %q mode %s", res.Stdout, res.Notes, env.Describe().Mode)
+	}
+}
+
+func TestDynamicHelperFallsBackToExec(t *testing.T) {
+	cfg := testConfig(t, sharedWorkspace(t), docker.ModeAgent)
+	dyn, err := exec.LookPath("ls") // a dynamically linked host binary
+	if err != nil {
+		t.Skip(err)
+	}
+	cfg.AgentBinary = dyn
+	env := newEnv(t, cfg)
+	d := env.Describe()
+	if d.Mode != docker.ModeExec || d.Capabilities.ResidentHelper || !strings.Contains(strings.Join(d.Notes, " "), "dynamically linked") {
+		t.Errorf("describe: mode %q notes %q", d.Mode, d.Notes)
+	}
+	if got := sh(t, env, "echo ok"); got != "ok" {
+		t.Errorf("exec mode: %q", got)
+	}
+}
+
+func TestClearErrors(t *testing.T) {
+	cfg := testConfig(t, sharedWorkspace(t), docker.ModeExec)
+	cfg.Image = "airlock-test/does-not-exist:latest"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := docker.New(ctx, cfg)
+	if err == nil || !strings.Contains(err.Error(), `image "airlock-test/does-not-exist:latest" not found`) || !strings.Contains(err.Error(), "docker import") {
+		t.Errorf("missing image: %v", err)
+	}
+
+	cfg = testConfig(t, sharedWorkspace(t), docker.ModeExec)
+	cfg.Host = "unix:///nonexistent/airlock-docker.sock"
+	start := time.Now()
+	_, err = docker.New(ctx, cfg)
+	if !errors.Is(err, backend.ErrUnavailable) || !strings.Contains(err.Error(), "unreachable") || time.Since(start) > 10*time.Second {
+		t.Errorf("unreachable daemon: %v after %v", err, time.Since(start))
+	}
+}

@@ -1,0 +1,104 @@
+package docker_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend/docker/dockertest"
+)
+
+// TestHelperProcess is not a test: TestGCRemovesOrphans runs the test binary as a process
+// that opens a session container, prints its ID and waits to be killed.
+func TestHelperProcess(t *testing.T) {
+	if os.Getenv("AIRLOCK_DOCKER_HELPER") != "1" {
+		t.Skip("helper process only")
+	}
+	cfg := docker.DefaultConfig()
+	cfg.Image = dockertest.ImageName
+	cfg.ContainerNamePrefix = os.Getenv("AIRLOCK_DOCKER_PREFIX")
+	cfg.ReuseContainer = false
+	cfg.Agent = docker.AgentOff
+	env, err := docker.New(context.Background(), cfg)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println(env.ContainerID())
+	time.Sleep(time.Hour)
+}
+
+func TestGCRemovesOrphans(t *testing.T) {
+	cli := dockertest.Client(t)
+	dockertest.Image(t)
+	gcPrefix := prefix + "gc_"
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
+	cmd.Env = append(os.Environ(), "AIRLOCK_DOCKER_HELPER=1", "AIRLOCK_DOCKER_PREFIX="+gcPrefix)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	orphan := strings.TrimSpace(line)
+	_ = cmd.Process.Kill() // SIGKILL: Close never runs
+	_ = cmd.Wait()
+	if len(orphan) != 64 {
+		t.Fatalf("helper process said %q", line)
+	}
+
+	// A container stuck in Created, as a start that failed half-way leaves one.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	stuck, err := cli.ContainerCreate(ctx, &container.Config{Image: dockertest.ImageName, Cmd: []string{"true"},
+		Labels: map[string]string{"dev.airlock.owner": "airlock", "dev.airlock.reuse": "true", "dev.airlock.idle-ttl": "30m"}},
+		nil, nil, nil, gcPrefix+"stuck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A live session of this process must survive.
+	cfg := testConfig(t, dockertest.Workspace(t), docker.ModeExec)
+	cfg.ContainerNamePrefix = gcPrefix
+	cfg.ReuseContainer = false
+	live := newEnv(t, cfg)
+
+	opts := docker.GCOptions{MinAge: time.Nanosecond, NamePrefix: gcPrefix, DryRun: true}
+	items, err := docker.GC(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]string{}
+	for _, it := range items {
+		if it.Removed {
+			t.Errorf("dry run removed %s", it.Name)
+		}
+		found[it.ID] = it.Reason
+	}
+	if !strings.Contains(found[orphan], "session ended") || !strings.Contains(found[stuck.ID], "not running") {
+		t.Errorf("gc candidates: %q", found)
+	}
+	if _, ok := found[live.ContainerID()]; ok {
+		t.Errorf("gc would remove a live session's container")
+	}
+	opts.DryRun = false
+	if _, err := docker.GC(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{orphan, stuck.ID} {
+		if _, err := cli.ContainerInspect(ctx, id); err == nil {
+			t.Errorf("container %s survived gc", id[:12])
+		}
+	}
+	sh(t, live, "true")
+}

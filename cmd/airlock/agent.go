@@ -1,0 +1,34 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os/signal"
+	"syscall"
+
+	"github.com/airlock-dev/airlock/backend/agent"
+)
+
+// The agent subcommand is the resident helper that the Docker (and later SSH) backend starts
+// inside its environment. It speaks the agent protocol on stdin and stdout and reads no
+// configuration, files or variables of the host: everything a command needs arrives with the
+// request.
+func init() {
+	register(command{name: "agent", summary: "run the resident command helper (started by backends, speaks on stdin/stdout)", run: func(args []string, s stdio) int {
+		fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+		fs.SetOutput(s.err)
+		touch := fs.String("touch", "", "file whose mtime is set each time a command starts (a last-use mark for gc)")
+		shell := fs.String("shell", "/bin/sh", "shell that runs command strings")
+		if err := fs.Parse(args); err != nil {
+			return 2
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		defer stop()
+		if err := agent.Serve(ctx, s.in, s.out, agent.ServeOptions{Shell: *shell, TouchFile: *touch}); err != nil {
+			fmt.Fprintln(s.err, "airlock agent:", err)
+			return 1
+		}
+		return 0
+	}})
+}
