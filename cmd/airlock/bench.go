@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/configs"
 )
 
@@ -37,6 +38,17 @@ var benchModes = map[string]func(cfg *configs.Config, mode string) error{
 		}
 		return nil
 	},
+	"ssh": func(cfg *configs.Config, mode string) error {
+		switch mode {
+		case "", ssh.ModeAgent:
+			cfg.Environment.SSH.Mode = ssh.ModeAuto
+		case ssh.ModeSession, "exec":
+			cfg.Environment.SSH.Mode = ssh.ModeSession
+		default:
+			return fmt.Errorf("--mode %q: want agent or session", mode)
+		}
+		return nil
+	},
 }
 
 // benchResult is the JSON that `airlock bench --json` prints; tests outside the repository
@@ -51,11 +63,11 @@ type benchResult struct {
 }
 
 func runBench(args []string, s stdio) int {
-	fs := newFlagSet("bench", "bench --backend local|docker [--n N] [--json] [--mode agent|exec] [--config FILE]", s)
+	fs := newFlagSet("bench", "bench --backend local|docker|ssh [--n N] [--json] [--mode agent|exec|session] [--config FILE]", s)
 	kind := fs.String("backend", "", "backend to measure (default: the config's environment.type)")
 	n := fs.Int("n", 100, "commands to time")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	mode := fs.String("mode", "", "how the backend starts commands, for backends with modes (docker: agent|exec)")
+	mode := fs.String("mode", "", "how the backend starts commands, for backends with modes (docker: agent|exec; ssh: agent|session)")
 	configFile := fs.String("config", "", "config file (default: airlock.toml if present, else defaults)")
 	if code, done := parseFlags(fs, args); done {
 		return code
