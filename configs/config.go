@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/backend/ssh"
+	"github.com/airlock-dev/airlock/pathpolicy"
 	"github.com/airlock-dev/airlock/schema"
 )
 
@@ -28,10 +29,11 @@ const DefaultFile = "airlock.toml"
 
 // Config is the whole configuration. Relative paths in it are resolved against Dir.
 type Config struct {
-	Environment Environment     `toml:"environment"`
-	Ledger      Ledger          `toml:"ledger"`
-	Tools       Tools           `toml:"tools"`
-	Approvals   approval.Config `toml:"approvals"`
+	Environment Environment       `toml:"environment"`
+	Ledger      Ledger            `toml:"ledger"`
+	Tools       Tools             `toml:"tools"`
+	Approvals   approval.Config   `toml:"approvals"`
+	Policy      pathpolicy.Config `toml:"policy"`
 
 	// Dir is the directory relative paths are taken from: the config file's directory, or
 	// the current directory when there is no file. It is not read from TOML.
@@ -79,6 +81,7 @@ func Default() Config {
 		Ledger:    Ledger{Path: ".airlock/receipts.jsonl"},
 		Tools:     Tools{MaxOutputChars: 50000},
 		Approvals: defaultApprovals(),
+		Policy:    pathpolicy.DefaultConfig(),
 	}
 }
 
@@ -217,6 +220,9 @@ func (c *Config) Validate() error {
 			vs = append(vs, schema.Violation{Path: "environment.env_passthrough",
 				Message: fmt.Sprintf("%q looks like a secret and would never be passed; remove it", p)})
 		}
+	}
+	if err := c.Policy.Validate(); err != nil {
+		vs = append(vs, schema.Violation{Path: "policy", Message: err.Error()})
 	}
 	if err := c.Approvals.Validate(); err != nil {
 		vs = append(vs, schema.Violation{Path: "approvals", Message: err.Error()})

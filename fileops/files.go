@@ -1,0 +1,57 @@
+package fileops
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/pathpolicy"
+)
+
+// binaryProbe is how much of a file's head is looked at for NUL bytes.
+const binaryProbe = 8 << 10
+
+// files is where the tools' bytes come from and go to: the host through an os.Root, or
+// commands in the environment. Every path is absolute and already allowed by policy.
+type files interface {
+	// window returns the file's lines first..last (last 0: to the end), at most max+1
+	// bytes of them, its line count and size, and whether its head holds a NUL byte (then
+	// no lines).
+	window(ctx context.Context, p string, first, last int, max int64) (window, error)
+	// readAll returns the whole file; a file over max bytes is a too_large fsError.
+	readAll(ctx context.Context, p string, max int64) ([]byte, error)
+	// write replaces the file atomically, keeping its mode, creating missing parents.
+	write(ctx context.Context, p string, data []byte) (created bool, err error)
+}
+
+type window struct {
+	data   []byte
+	total  int
+	size   int64
+	binary bool
+}
+
+// fsError is a failure the model can act on, with a code from pathpolicy or this package.
+type fsError struct {
+	code string
+	msg  string
+}
+
+func (e *fsError) Error() string { return e.code + ": " + e.msg }
+
+func fsErr(code, format string, a ...any) error {
+	return &fsError{code: code, msg: fmt.Sprintf(format, a...)}
+}
+
+func tooLarge(size, max int64) error {
+	return fsErr(pathpolicy.CodeTooLarge, "the file is %d bytes, over the limit of %d", size, max)
+}
+
+// filesFor picks how to reach files in env: directly for a host directory, by commands
+// otherwise.
+func filesFor(env backend.Environment) files {
+	if h, ok := env.(backend.HostDir); ok && h.HostDir() != "" {
+		return hostFiles{dir: h.HostDir()}
+	}
+	return shellFiles{env: env}
+}

@@ -1,0 +1,260 @@
+package fileops
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/pathpolicy"
+)
+
+// hostFiles reaches files beneath a host directory through os.Root. The file's directory is
+// opened as a root of its own, and then checked: no component between the workspace and it
+// may be a symbolic link, and the directory opened must be the one its path names now. A
+// link swapped in after policy looked is refused, and os.Root keeps every step beneath the
+// workspace even while the check runs.
+type hostFiles struct{ dir string }
+
+// parent opens p's directory as a root and returns it with p's name. With create set,
+// missing directories are made one at a time, each checked not to be a link.
+func (h hostFiles) parent(p string, create bool) (*os.Root, string, error) {
+	dir, base := filepath.Dir(p), filepath.Base(p)
+	if !backend.Within(h.dir, dir) {
+		// A root configured outside the workspace: open the directory itself.
+		if create {
+			if err := os.MkdirAll(dir, 0o777); err != nil {
+				return nil, "", mapErr(err)
+			}
+		}
+		sub, err := os.OpenRoot(dir)
+		if err != nil {
+			return nil, "", mapErr(err)
+		}
+		return sub, base, nil
+	}
+	rel, err := filepath.Rel(h.dir, dir)
+	if err != nil {
+		return nil, "", fmt.Errorf("fileops: %w", err)
+	}
+	top, err := os.OpenRoot(h.dir)
+	if err != nil {
+		return nil, "", mapErr(err)
+	}
+	defer top.Close()
+	cur := ""
+	for _, c := range strings.Split(rel, string(filepath.Separator)) {
+		if c == "." || c == "" {
+			continue
+		}
+		cur = filepath.Join(cur, c)
+		fi, err := top.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) && create {
+			if err := top.Mkdir(cur, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+				return nil, "", mapErr(err)
+			}
+			fi, err = top.Lstat(cur)
+		}
+		switch {
+		case err != nil:
+			return nil, "", mapErr(err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return nil, "", fsErr(pathpolicy.CodeSymlinkEscape, "a parent directory became a symbolic link")
+		case !fi.IsDir():
+			return nil, "", fsErr(CodeNotDirectory, "a parent is not a directory")
+		}
+	}
+	sub, err := top.OpenRoot(rel)
+	if err != nil {
+		return nil, "", mapErr(err)
+	}
+	opened, err1 := sub.Stat(".")
+	named, err2 := top.Lstat(rel)
+	if err1 != nil || err2 != nil || !os.SameFile(opened, named) {
+		_ = sub.Close()
+		return nil, "", fsErr(pathpolicy.CodeSymlinkEscape, "a parent directory changed while it was opened")
+	}
+	return sub, base, nil
+}
+
+// lstat looks at the target without following it.
+func lstat(root *os.Root, rel string) (fs.FileInfo, error) {
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, fsErr(pathpolicy.CodeSymlinkEscape, "became a symbolic link")
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fsErr(CodeNotRegular, "not a regular file")
+	}
+	return fi, nil
+}
+
+// openChecked opens the regular file rel and makes sure the file opened is the one lstat
+// saw, so that a link swapped in between is caught.
+func openChecked(root *os.Root, rel string) (*os.File, fs.FileInfo, error) {
+	before, err := lstat(root, rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := root.Open(rel)
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	after, err := f.Stat()
+	if err != nil || !os.SameFile(before, after) {
+		_ = f.Close()
+		return nil, nil, fsErr(pathpolicy.CodeSymlinkEscape, "changed while it was opened")
+	}
+	return f, after, nil
+}
+
+func (h hostFiles) window(_ context.Context, p string, first, last int, max int64) (window, error) {
+	root, rel, err := h.parent(p, false)
+	if err != nil {
+		return window{}, err
+	}
+	defer root.Close()
+	f, fi, err := openChecked(root, rel)
+	if err != nil {
+		return window{}, err
+	}
+	defer f.Close()
+	w := window{size: fi.Size()}
+	br := bufio.NewReaderSize(f, 64<<10)
+	head, _ := br.Peek(binaryProbe)
+	if bytes.IndexByte(head, 0) >= 0 {
+		w.binary = true
+		return w, nil
+	}
+	var buf bytes.Buffer
+	line, atStart := 0, true
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			if atStart {
+				line++
+			}
+			atStart = chunk[len(chunk)-1] == '\n'
+			if line >= first && (last == 0 || line <= last) && int64(buf.Len()) <= max {
+				buf.Write(chunk[:min(len(chunk), int(max+1)-buf.Len())])
+			}
+		}
+		if err == nil || errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		return window{}, mapErr(err)
+	}
+	w.data, w.total = buf.Bytes(), line
+	return w, nil
+}
+
+func (h hostFiles) readAll(_ context.Context, p string, max int64) ([]byte, error) {
+	root, rel, err := h.parent(p, false)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, fi, err := openChecked(root, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi.Size() > max {
+		return nil, tooLarge(fi.Size(), max)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if int64(len(data)) > max {
+		return nil, tooLarge(int64(len(data)), max)
+	}
+	return data, nil
+}
+
+func (h hostFiles) write(_ context.Context, p string, data []byte) (bool, error) {
+	root, rel, err := h.parent(p, true)
+	if err != nil {
+		return false, err
+	}
+	defer root.Close()
+	perm, created := fs.FileMode(0o666), true
+	if fi, err := lstat(root, rel); err == nil {
+		if n := linkCount(fi); n > 1 {
+			return false, fsErr(pathpolicy.CodeForbiddenPath, "has %d hard links", n)
+		}
+		perm, created = fi.Mode().Perm(), false
+	} else if fe := (*fsError)(nil); !errors.As(err, &fe) || fe.code != pathpolicy.CodeNotFound {
+		return false, err
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := ".airlock-" + hex.EncodeToString(rnd[:]) + ".tmp"
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	_, werr := f.Write(data)
+	if werr == nil && !created {
+		werr = f.Chmod(perm) // the umask may have narrowed it
+	}
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = root.Rename(tmp, rel)
+	}
+	if werr != nil {
+		_ = root.Remove(tmp)
+		return false, mapErr(werr)
+	}
+	return created, nil
+}
+
+func linkCount(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
+
+// mapErr turns an os error into an fsError the model can act on.
+func mapErr(err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fsErr(pathpolicy.CodeNotFound, "no such file")
+	case errors.Is(err, syscall.ENOTDIR):
+		return fsErr(CodeNotDirectory, "a parent is not a directory")
+	case errors.Is(err, syscall.EISDIR):
+		return fsErr(CodeNotRegular, "is a directory")
+	case errors.Is(err, syscall.ELOOP), isEscape(err):
+		return fsErr(pathpolicy.CodeSymlinkEscape, "a symbolic link leads out of the allowed directory")
+	}
+	return fsErr(CodeIOError, "%s", err.Error())
+}
+
+// isEscape recognises os.Root's refusal of a path that leaves the root. The os package keeps
+// that error unexported, so its text is the only handle on it.
+func isEscape(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == "path escapes from parent"
+}

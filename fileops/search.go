@@ -1,0 +1,282 @@
+package fileops
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/pathpolicy"
+	"github.com/airlock-dev/airlock/tool"
+)
+
+// maxLineChars bounds the text kept of one matching line.
+const maxLineChars = 500
+
+// hiddenSlack is how many lines more than max_results a search keeps, for those Hide
+// leaves out.
+const hiddenSlack = 64
+
+// pipeHead runs "$@" and keeps the first $1 lines of its output, so that a search stops
+// early however much it would find; it exits with the program's status (141 when head
+// closed the pipe first), or 127 when the program is not installed. Every argument stays an
+// argument: no shell parses the pattern or the paths.
+const pipeHead = `n=$1; shift
+command -v "$1" >/dev/null 2>&1 || exit 127
+exec 3>&1
+st=$({ { "$@"; echo $? >&4; } | head -n "$n" >&3; } 4>&1)
+exit "${st:-0}"
+`
+
+type searchArgs struct {
+	Pattern    string `json:"pattern"`
+	Glob       string `json:"glob"`
+	MaxResults int    `json:"max_results"`
+	Target     string `json:"target"`
+}
+
+type match struct {
+	Path string `json:"path"`
+	Line int    `json:"line,omitempty"`
+	Text string `json:"text,omitempty"`
+}
+
+type searchData struct {
+	Path      string  `json:"path"`
+	Matches   []match `json:"matches"`
+	Truncated bool    `json:"truncated"`
+	Engine    string  `json:"engine,omitempty"`
+}
+
+// searcher runs search_files and remembers which environments lack ripgrep.
+type searcher struct {
+	opts Options
+	mu   sync.Mutex
+	noRG map[string]bool
+}
+
+func envKey(env backend.Environment) string {
+	d := env.Describe()
+	return d.Kind + "\x00" + d.Target
+}
+
+func (s *searcher) search(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
+	p, shown, err := target(inv)
+	if err != nil {
+		return nil, err
+	}
+	var a searchArgs
+	if err := json.Unmarshal(inv.Args, &a); err != nil {
+		return nil, fmt.Errorf("fileops: arguments: %w", err)
+	}
+	limit := a.MaxResults
+	if limit <= 0 {
+		limit = DefaultMaxSearchResults
+	}
+	limit = min(limit, s.opts.MaxSearchResults)
+	if !inv.Paths["path"].Exists {
+		return failure(fsErr(pathpolicy.CodeNotFound, "no such file"), shown, searchData{Path: shown, Matches: []match{}})
+	}
+	d := searchData{Path: shown, Matches: []match{}}
+	var res backend.Result
+	if a.Target == "files" {
+		d.Engine = "find"
+		res, err = s.run(ctx, inv.Env, limit, s.findArgv(p, a, false))
+	} else {
+		d.Engine = "rg"
+		key := envKey(inv.Env)
+		s.mu.Lock()
+		skip := s.noRG[key]
+		s.mu.Unlock()
+		if !skip {
+			res, err = s.run(ctx, inv.Env, limit, s.rgArgv(p, a))
+			if err == nil && res.ExitCode == 127 {
+				s.mu.Lock()
+				if s.noRG == nil {
+					s.noRG = map[string]bool{}
+				}
+				s.noRG[key] = true
+				s.mu.Unlock()
+				skip = true
+			}
+		}
+		if skip {
+			d.Engine = "grep"
+			res, err = s.run(ctx, inv.Env, limit, s.findArgv(p, a, true))
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if res.TimedOut || res.Cancelled {
+		return failed(CodeIOError, "the search did not finish in time; narrow the path or the pattern", true, d), nil
+	}
+	for _, line := range bytes.Split(res.Stdout, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		m, ok := parseMatch(d.Engine, string(line))
+		if !ok || s.hidden(inv.Env, m.Path) {
+			continue
+		}
+		if len(d.Matches) == limit {
+			d.Truncated = true
+			break
+		}
+		m.Path = display(inv.Env, m.Path)
+		d.Matches = append(d.Matches, m)
+	}
+	// rg exits 2 on an error; find only says that some grep failed, so for grep an error
+	// shows as text on stderr with nothing found.
+	complaint := firstLine(res.Stderr)
+	if len(d.Matches) == 0 && (d.Engine == "rg" && res.ExitCode == 2 || d.Engine != "rg" && complaint != "") {
+		return failed(CodeBadPattern, fmt.Sprintf("search failed: %s; check the pattern (a regular expression) and the glob", complaint), true, d), nil
+	}
+	out := &tool.Output{Content: renderMatches(d), Data: d, Truncated: d.Truncated}
+	if complaint != "" {
+		out.Content += "(the search also reported: " + complaint + ")\n"
+	}
+	return out, nil
+}
+
+func (s *searcher) run(ctx context.Context, env backend.Environment, limit int, argv []string) (backend.Result, error) {
+	// A few lines more than asked show whether there is more, even after hidden ones are
+	// left out.
+	full := append([]string{"sh", "-c", pipeHead, "airlock-search", strconv.Itoa(limit + 1 + hiddenSlack)}, argv...)
+	res, err := env.Exec(ctx, backend.Request{Argv: full, Timeout: 2 * time.Minute, MaxOutputBytes: 8 << 20})
+	if err != nil {
+		return res, fmt.Errorf("fileops: search: %w", err)
+	}
+	return res, nil
+}
+
+// rgArgv builds a ripgrep call. The pattern goes in --regexp= and the path after --, so
+// neither can be taken for an option.
+func (s *searcher) rgArgv(p string, a searchArgs) []string {
+	argv := []string{"rg", "--no-config", "--line-number", "--with-filename", "--null", "--no-heading",
+		"--color=never", "--hidden", "--max-columns=" + strconv.Itoa(maxLineChars), "--max-columns-preview",
+		"--glob=!.git"}
+	for _, n := range s.opts.DenyNames {
+		argv = append(argv, "--iglob=!"+strings.Trim(n, "/"))
+	}
+	if a.Glob != "" {
+		argv = append(argv, "--glob="+a.Glob)
+	}
+	return append(argv, "--regexp="+a.Pattern, "--", p)
+}
+
+// findArgv builds a find call that prunes .git and the deny names, and either prints file
+// names matching the pattern or, with grep set, runs grep -n -E -e PATTERN on every file.
+func (s *searcher) findArgv(p string, a searchArgs, grep bool) []string {
+	argv := []string{"find", p, "(", "-name", ".git"}
+	for _, n := range s.opts.DenyNames {
+		n = strings.Trim(n, "/")
+		if strings.Contains(n, "/") {
+			argv = append(argv, "-o", "-ipath", "*/"+n)
+		} else {
+			argv = append(argv, "-o", "-iname", n)
+		}
+	}
+	argv = append(argv, ")", "-prune", "-o", "-type", "f")
+	if a.Glob != "" {
+		argv = append(argv, "-name", a.Glob)
+	}
+	if !grep {
+		pat := a.Pattern
+		if !strings.ContainsAny(pat, "*?[") {
+			pat = "*" + pat + "*"
+		}
+		return append(argv, "-name", pat, "-print")
+	}
+	// /dev/null as a second file makes every grep print the file name.
+	return append(argv, "-exec", "grep", "-n", "-E", "-e", a.Pattern, "--", "/dev/null", "{}", "+")
+}
+
+// parseMatch reads one output line: rg's "path\0line:text", grep's "path:line:text", find's
+// "path".
+func parseMatch(engine, line string) (match, bool) {
+	var m match
+	var rest string
+	switch engine {
+	case "find":
+		return match{Path: line}, path.IsAbs(line)
+	case "rg":
+		var ok bool
+		if m.Path, rest, ok = strings.Cut(line, "\x00"); !ok {
+			return m, false
+		}
+	default:
+		// The path is absolute; the first ":digits:" after it ends it.
+		i := 0
+		for {
+			j := strings.IndexByte(line[i:], ':')
+			if j < 0 {
+				return m, false
+			}
+			i += j
+			k := i + 1
+			for k < len(line) && line[k] >= '0' && line[k] <= '9' {
+				k++
+			}
+			if k > i+1 && k < len(line) && line[k] == ':' {
+				m.Path, rest = line[:i], line[i+1:]
+				break
+			}
+			i++
+		}
+	}
+	num, text, ok := strings.Cut(rest, ":")
+	n, err := strconv.Atoi(num)
+	if !ok || err != nil || !path.IsAbs(m.Path) {
+		return m, false
+	}
+	m.Line = n
+	text = strings.ToValidUTF8(strings.ReplaceAll(strings.TrimRight(text, "\r"), "\x00", ""), "\uFFFD")
+	if utf8.RuneCountInString(text) > maxLineChars {
+		text = string([]rune(text)[:maxLineChars]) + " [line cut]"
+	}
+	m.Text = text
+	return m, true
+}
+
+func (s *searcher) hidden(env backend.Environment, p string) bool {
+	if s.opts.Hide != nil && s.opts.Hide(p) {
+		return true
+	}
+	return pathpolicy.MatchName(s.opts.DenyNames, display(env, p))
+}
+
+func renderMatches(d searchData) string {
+	if len(d.Matches) == 0 {
+		return fmt.Sprintf("no matches in %s\n", d.Path)
+	}
+	var b strings.Builder
+	for _, m := range d.Matches {
+		if m.Line > 0 {
+			fmt.Fprintf(&b, "%s:%d:%s\n", m.Path, m.Line, m.Text)
+		} else {
+			fmt.Fprintf(&b, "%s\n", m.Path)
+		}
+	}
+	if d.Truncated {
+		fmt.Fprintf(&b, "(more than %d results; narrow the pattern, the path or the glob)\n", len(d.Matches))
+	} else {
+		fmt.Fprintf(&b, "(%d results)\n", len(d.Matches))
+	}
+	return b.String()
+}
+
+func firstLine(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
