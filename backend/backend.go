@@ -43,9 +43,10 @@ type Request struct {
 	// MaxOutputBytes caps what is kept of each of stdout and stderr; zero means the
 	// environment's default.
 	MaxOutputBytes int64
-	// Stdout and Stderr, when set, receive a live copy of the output as it arrives (for a
-	// person watching `airlock exec`). What the Result keeps is capped either way; backends
-	// that cannot stream write the kept output here once the command ends.
+	// Stdout and Stderr, when set, ask for a live copy of the output as it arrives (for a
+	// person watching `airlock exec`). What the Result keeps is capped either way. A backend
+	// that streams sets Result.Streamed; otherwise the caller shows the kept output when the
+	// command ends.
 	Stdout io.Writer
 	Stderr io.Writer
 }
@@ -82,6 +83,8 @@ type Result struct {
 	TimedOut bool
 	// Cancelled is set when the caller's context ended it.
 	Cancelled bool
+	// Streamed is set when the output was also copied live to Request.Stdout/Stderr.
+	Streamed bool
 	// Notes tell the caller about the environment rather than the command, for example that
 	// a container was recreated or a connection re-established before the command ran.
 	Notes []string

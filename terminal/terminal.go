@@ -115,6 +115,9 @@ func run(ctx context.Context, inv *tool.Invocation, opts Options) (*tool.Output,
 		req.Stdout, req.Stderr = s.Stdout, s.Stderr
 	}
 	res, err := inv.Env.Exec(ctx, req)
+	if err == nil && !res.Streamed {
+		showKept(req, res)
+	}
 	switch {
 	case errors.Is(err, backend.ErrOutsideWorkspace):
 		return &tool.Output{Status: tool.StatusFailed, ErrorCode: "outside_workspace", Retryable: true,
@@ -146,6 +149,16 @@ func run(ctx context.Context, inv *tool.Invocation, opts Options) (*tool.Output,
 		out.ErrorMessage = "the call was cancelled and the command killed"
 	}
 	return out, nil
+}
+
+// showKept gives a watcher the kept output of a backend that could not stream it live.
+func showKept(req backend.Request, res backend.Result) {
+	if req.Stdout != nil {
+		_, _ = req.Stdout.Write(res.Stdout)
+	}
+	if req.Stderr != nil {
+		_, _ = req.Stderr.Write(res.Stderr)
+	}
 }
 
 // render lays out what the model reads: stdout, stderr under a header, and the exit code or

@@ -123,6 +123,7 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		Duration:    time.Since(start),
 		TimedOut:    timedOut,
 		Cancelled:   cancelled,
+		Streamed:    req.Stdout != nil || req.Stderr != nil,
 	}
 	e.log.Debug("exec finished", "exit_code", res.ExitCode, "duration_ms", res.Duration.Milliseconds(),
 		"timed_out", timedOut, "cancelled", cancelled)
