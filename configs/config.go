@@ -32,7 +32,7 @@ type Config struct {
 	Environment Environment       `toml:"environment"`
 	Ledger      Ledger            `toml:"ledger"`
 	Tools       Tools             `toml:"tools"`
-	Approvals   approval.Config   `toml:"approvals"`
+	Approvals   Approvals         `toml:"approvals"`
 	Policy      pathpolicy.Config `toml:"policy"`
 
 	// Dir is the directory relative paths are taken from: the config file's directory, or
@@ -85,14 +85,32 @@ func Default() Config {
 	}
 }
 
+// Approvals is the [approvals] table: the approval gate's settings, and how a batch of calls
+// is scheduled once approved.
+type Approvals struct {
+	approval.Config
+	// NeverParallel names tools that run alone: everything before them finishes first and
+	// nothing after them starts until they end.
+	NeverParallel []string `toml:"never_parallel"`
+	// PathScoped names the tools whose conflicts are judged by the paths they touch; a tool
+	// outside the list that is not parallel-safe runs alone among calls that touch paths.
+	PathScoped []string `toml:"path_scoped"`
+	// MaxToolWorkers bounds how many calls of a batch run at once.
+	MaxToolWorkers int `toml:"max_tool_workers"`
+}
+
 // defaultApprovals is manual mode with writes in the workspace allowed: read-only and
 // workspace-writing commands run, anything riskier (network, scripts and build tools,
 // dangerous commands) waits for a person, and is refused when nobody can answer. The
 // hard-deny list is refused in every mode.
-func defaultApprovals() approval.Config {
+func defaultApprovals() Approvals {
 	a := approval.DefaultConfig()
 	a.AllowWrite = true
-	return a
+	return Approvals{
+		Config:         a,
+		PathScoped:     []string{"terminal", "read_file", "write_file", "patch", "search_files"},
+		MaxToolWorkers: 8,
+	}
 }
 
 // Error is a configuration problem, naming the file and every offending key.

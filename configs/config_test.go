@@ -57,6 +57,10 @@ kill_grace = "250ms"
 [ledger]
 path = "r.jsonl"
 store_arguments = true
+[approvals]
+mode = "auto"
+max_tool_workers = 3
+never_parallel = ["deploy"]
 `), "/base")
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +70,9 @@ store_arguments = true
 	}
 	if cfg.WorkspaceDir() != "/base/ws" || cfg.LedgerPath() != "/base/r.jsonl" || !cfg.Ledger.StoreArguments {
 		t.Errorf("paths: %q %q", cfg.WorkspaceDir(), cfg.LedgerPath())
+	}
+	if a := cfg.Approvals; a.Mode != "auto" || a.MaxToolWorkers != 3 || len(a.NeverParallel) != 1 || !a.AllowWrite {
+		t.Errorf("approvals: %+v", a)
 	}
 	// Keys not given keep their defaults.
 	if cfg.Environment.MaxOutputBytes != Default().Environment.MaxOutputBytes {

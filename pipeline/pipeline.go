@@ -53,6 +53,9 @@ type Options struct {
 	MaxWorkers int
 	// NeverParallel names tools that run alone: everything before finishes first.
 	NeverParallel []string
+	// PathScoped names the tools whose scheduling follows the paths they touch; nil means
+	// every tool. A tool outside the list is scheduled as if it named no paths.
+	PathScoped []string
 }
 
 // Pipeline runs tool calls. It is safe for concurrent use.
@@ -63,6 +66,7 @@ type Pipeline struct {
 	session Session
 	backend string
 	never   map[string]bool
+	scoped  map[string]bool // nil: every tool is path-scoped
 }
 
 // New checks opts and returns a pipeline.
@@ -99,6 +103,13 @@ func New(opts Options) (*Pipeline, error) {
 	for _, n := range opts.NeverParallel {
 		never[n] = true
 	}
+	var scoped map[string]bool
+	if opts.PathScoped != nil {
+		scoped = map[string]bool{}
+		for _, n := range opts.PathScoped {
+			scoped[n] = true
+		}
+	}
 	return &Pipeline{
 		opts:    opts,
 		log:     opts.Logger.Named("pipeline"),
@@ -106,6 +117,7 @@ func New(opts Options) (*Pipeline, error) {
 		session: opts.Session,
 		backend: opts.Env.Describe().Kind,
 		never:   never,
+		scoped:  scoped,
 	}, nil
 }
 
@@ -274,6 +286,10 @@ func (p *Pipeline) scope(f *flight) concurrency.Scope {
 		return concurrency.Scope{Skip: true}
 	}
 	s := concurrency.Scope{NeverParallel: p.never[f.tool.Name]}
+	if p.scoped != nil && !p.scoped[f.tool.Name] {
+		s.Exclusive = !f.tool.ParallelSafe
+		return s
+	}
 	for _, rp := range f.req.Paths {
 		acc := concurrency.Read
 		if rp.Access == tool.Write {

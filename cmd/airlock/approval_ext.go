@@ -23,11 +23,14 @@ func init() {
 			st.closers = append(st.closers, tty.Close)
 			gopts = append(gopts, approval.WithApprover(approval.NewTTYApprover(tty, tty, approvalPromptTimeout)))
 		}
-		gate, err := approval.NewGate(st.cfg.Approvals, gopts...)
+		gate, err := approval.NewGate(st.cfg.Approvals.Config, gopts...)
 		if err != nil {
 			return err
 		}
 		opts.Approval = &approval.Step{Gate: gate, CommandTool: terminal.Name}
+		opts.NeverParallel = st.cfg.Approvals.NeverParallel
+		opts.PathScoped = st.cfg.Approvals.PathScoped
+		opts.MaxWorkers = st.cfg.Approvals.MaxToolWorkers
 		return nil
 	})
 }
