@@ -8,22 +8,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/procgroup"
 )
-
-// pipeDrain bounds how long the server waits for output pipes to close after the process
-// group was killed; only a process that escaped the group can hold them longer.
-const pipeDrain = 2 * time.Second
 
 // ServeOptions adjusts the server.
 type ServeOptions struct {
@@ -250,96 +245,53 @@ func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer) exitMsg 
 		fmt.Fprintf(stderr, "%s: %v\n", argv[0], err)
 		return exitMsg{ExitCode: 127, DurationNS: int64(time.Since(start))}
 	}
-	cmd := &exec.Cmd{
-		Path:        prog,
-		Args:        argv,
-		Dir:         dir,
-		Env:         m.Env,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	spec := procgroup.Spec{
+		Path:      prog,
+		Args:      argv,
+		Dir:       dir,
+		Env:       m.Env,
+		Stdout:    stdout,
+		Stderr:    stderr,
+		Timeout:   time.Duration(m.TimeoutMS) * time.Millisecond,
+		KillGrace: time.Duration(m.KillGraceMS) * time.Millisecond,
 	}
-	if cmd.Env == nil {
-		cmd.Env = []string{}
-	}
-	var stdinW *os.File
+	var stdinW *os.File // ours until the command starts and the pump takes it
 	if m.Stdin {
 		r, w, err := os.Pipe()
 		if err != nil {
 			return fail(kindStart, "stdin pipe: %v", err)
 		}
-		cmd.Stdin, stdinW = r, w
 		defer r.Close()
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return fail(kindStart, "stdout pipe: %v", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll(outR, outW, stdinW)
-		return fail(kindStart, "stderr pipe: %v", err)
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
-	if err := cmd.Start(); err != nil {
-		closeAll(outR, outW, errR, errW, stdinW)
-		fmt.Fprintf(stderr, "%s: %v\n", argv[0], err)
-		code := 126
-		if errors.Is(err, os.ErrNotExist) {
-			code = 127
+		spec.Stdin, stdinW = r, w
+		spec.Started = func() {
+			_ = r.Close() // the child holds its own copy
+			go p.in.pump(w, func(n int) { s.grant(p.id, n) })
+			stdinW = nil
 		}
-		return exitMsg{ExitCode: code, DurationNS: int64(time.Since(start))}
 	}
-	closeAll(outW, errW)
-	if r, ok := cmd.Stdin.(*os.File); ok {
-		_ = r.Close() // the child holds its own copy
-	}
-	pgid := cmd.Process.Pid
-
-	var drained sync.WaitGroup
-	drained.Add(2)
-	go drain(&drained, outR, stdout)
-	go drain(&drained, errR, stderr)
-	if stdinW != nil {
-		go p.in.pump(stdinW, func(n int) { s.grant(p.id, n) })
-	}
-
-	done := make(chan struct{})
-	var timedOut, cancelled bool
-	var killed sync.WaitGroup
-	killed.Add(1)
+	// A cancel frame ends the run as a cancelled context does.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	go func() {
-		defer killed.Done()
-		var timer <-chan time.Time
-		if m.TimeoutMS > 0 {
-			t := time.NewTimer(time.Duration(m.TimeoutMS) * time.Millisecond)
-			defer t.Stop()
-			timer = t.C
-		}
 		select {
-		case <-done:
-			return
-		case <-timer:
-			timedOut = true
 		case <-p.cancelled:
-			cancelled = true
+			cancel()
+		case <-ctx.Done():
 		}
-		grace := time.Duration(m.KillGraceMS) * time.Millisecond
-		if grace <= 0 {
-			grace = time.Second
-		}
-		killGroup(pgid, grace, done)
 	}()
-
-	waitErr := cmd.Wait()
-	close(done)
-	killed.Wait()
-	// Whatever the command left running in its group dies with it.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	waitDrained(&drained, outR, errR)
+	out, err := procgroup.Run(ctx, spec)
+	if err != nil {
+		if stdinW != nil {
+			_ = stdinW.Close()
+		}
+		fmt.Fprintf(stderr, "%s: %v\n", argv[0], err)
+		return exitMsg{ExitCode: procgroup.StartFailureCode(err), DurationNS: int64(time.Since(start))}
+	}
 	return exitMsg{
-		ExitCode:   exitCode(cmd.ProcessState, waitErr),
-		TimedOut:   timedOut,
-		Cancelled:  cancelled,
-		DurationNS: int64(time.Since(start)),
+		ExitCode:   out.ExitCode,
+		TimedOut:   out.TimedOut,
+		Cancelled:  out.Cancelled,
+		DurationNS: int64(out.Duration),
 	}
 }
 
@@ -349,19 +301,6 @@ func (s *server) grant(id uint32, n int) {
 	var b [4]byte
 	binary.BigEndian.PutUint32(b[:], uint32(n))
 	_ = s.send(frameWindow, id, b[:])
-}
-
-// killGroup sends TERM to the group, then KILL after the grace period unless the leader has
-// exited by then.
-func killGroup(pgid int, grace time.Duration, done <-chan struct{}) {
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
 // lookPath finds a program the way a shell would with the command's own PATH (not the
@@ -419,48 +358,6 @@ func envValue(env []string, name string) string {
 func touch(path string) {
 	ts := []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
 	_ = unix.UtimesNanoAt(unix.AT_FDCWD, path, ts, 0)
-}
-
-func drain(wg *sync.WaitGroup, r io.Reader, w io.Writer) {
-	defer wg.Done()
-	_, _ = io.Copy(w, r)
-}
-
-// waitDrained waits for both readers to reach EOF, closing them after pipeDrain so that a
-// process that escaped the group cannot hold the request open.
-func waitDrained(wg *sync.WaitGroup, rs ...*os.File) {
-	ch := make(chan struct{})
-	go func() { wg.Wait(); close(ch) }()
-	select {
-	case <-ch:
-	case <-time.After(pipeDrain):
-	}
-	closeAll(rs...)
-	<-ch
-}
-
-func closeAll(fs ...*os.File) {
-	for _, f := range fs {
-		if f != nil {
-			_ = f.Close()
-		}
-	}
-}
-
-// exitCode maps a finished process to a shell-style exit code: 128+N for death by signal N.
-func exitCode(ps *os.ProcessState, waitErr error) int {
-	if ps == nil {
-		var ee *exec.ExitError
-		if errors.As(waitErr, &ee) && ee.ProcessState != nil {
-			ps = ee.ProcessState
-		} else {
-			return -1
-		}
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
 }
 
 func mustJSON(v any) []byte {

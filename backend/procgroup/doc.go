@@ -1,0 +1,10 @@
+// Package procgroup runs one command as a process group that lives and dies as one: the
+// command leads a group of its own, a timeout or cancel sends TERM to the whole group and KILL
+// after a grace period, whatever the command leaves running in its group is killed when it
+// exits, and output pipes are drained with a bound so that a process that escaped the group
+// cannot hold the caller forever.
+//
+// Both places where Airlock starts processes itself use it: the local backend on the host,
+// and the resident helper (airlock agent) inside a container or on an SSH host. It is a
+// mechanism, not a backend: it knows nothing of workspaces, environments or policy.
+package procgroup

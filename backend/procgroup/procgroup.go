@@ -1,0 +1,206 @@
+package procgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// PipeDrain bounds how long Run waits for the output pipes to close after the group was
+// killed; only a process that escaped the group can hold them longer.
+const PipeDrain = 2 * time.Second
+
+// DefaultKillGrace is the time between TERM and KILL when a Spec sets none.
+const DefaultKillGrace = time.Second
+
+// Spec is one command to run.
+type Spec struct {
+	// Path is the program to run, already looked up; Args is its argv, Args[0] included.
+	Path string
+	Args []string
+	Dir  string
+	// Env is the complete environment; nil means an empty one, never Airlock's own.
+	Env []string
+	// Stdin is the command's standard input; nil means /dev/null.
+	Stdin io.Reader
+	// Stdout and Stderr receive the output as it arrives.
+	Stdout, Stderr io.Writer
+	// Timeout ends the run when it passes; zero means no timeout.
+	Timeout time.Duration
+	// KillGrace is the time between TERM and KILL; zero means DefaultKillGrace.
+	KillGrace time.Duration
+	// Started, when set, is called once the process runs (the caller may close its copy of
+	// a stdin pipe or start feeding it).
+	Started func()
+}
+
+// Outcome is how a run ended.
+type Outcome struct {
+	// ExitCode is shell-style: 128+N for death by signal N.
+	ExitCode  int
+	TimedOut  bool
+	Cancelled bool
+	Duration  time.Duration
+}
+
+// Run starts the command in its own process group and waits for it. Cancelling ctx ends the
+// run like a timeout does, marked Cancelled. The error is non-nil only when the command could
+// not be started.
+func Run(ctx context.Context, s Spec) (Outcome, error) {
+	env := s.Env
+	if env == nil {
+		env = []string{}
+	}
+	grace := s.KillGrace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	cmd := &exec.Cmd{
+		Path:        s.Path,
+		Args:        s.Args,
+		Dir:         s.Dir,
+		Env:         env,
+		Stdin:       s.Stdin,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		WaitDelay:   PipeDrain,
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return Outcome{}, fmt.Errorf("stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(outR, outW)
+		return Outcome{}, fmt.Errorf("stderr pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		closeAll(outR, outW, errR, errW)
+		return Outcome{}, err
+	}
+	closeAll(outW, errW) // the child holds its own copies
+	if s.Started != nil {
+		s.Started()
+	}
+	pgid := cmd.Process.Pid
+
+	var drained sync.WaitGroup
+	drained.Add(2)
+	go drain(&drained, outR, orDiscard(s.Stdout))
+	go drain(&drained, errR, orDiscard(s.Stderr))
+
+	done := make(chan struct{})
+	var timedOut, cancelled bool
+	var killed sync.WaitGroup
+	killed.Add(1)
+	go func() {
+		defer killed.Done()
+		var timer <-chan time.Time
+		if s.Timeout > 0 {
+			t := time.NewTimer(s.Timeout)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-done:
+			return
+		case <-timer:
+			timedOut = true
+		case <-ctx.Done():
+			cancelled = true
+		}
+		killGroup(pgid, grace, done)
+	}()
+
+	waitErr := cmd.Wait()
+	close(done)
+	killed.Wait()
+	// Whatever the command left running in its group dies with it.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	waitDrained(&drained, outR, errR)
+	return Outcome{
+		ExitCode:  exitCode(cmd.ProcessState, waitErr),
+		TimedOut:  timedOut,
+		Cancelled: cancelled,
+		Duration:  time.Since(start),
+	}, nil
+}
+
+// StartFailureCode is the shell's exit code for a command that could not be started: 127
+// when the program does not exist, 126 otherwise.
+func StartFailureCode(err error) int {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, exec.ErrNotFound) {
+		return 127
+	}
+	return 126
+}
+
+// killGroup sends TERM to the group, then KILL after the grace period unless the leader has
+// exited by then.
+func killGroup(pgid int, grace time.Duration, done <-chan struct{}) {
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+func drain(wg *sync.WaitGroup, r io.Reader, w io.Writer) {
+	defer wg.Done()
+	_, _ = io.Copy(w, r)
+}
+
+// waitDrained waits for both readers to reach EOF, closing them after PipeDrain so that a
+// process that escaped the group cannot hold the caller open.
+func waitDrained(wg *sync.WaitGroup, rs ...*os.File) {
+	ch := make(chan struct{})
+	go func() { wg.Wait(); close(ch) }()
+	select {
+	case <-ch:
+	case <-time.After(PipeDrain):
+	}
+	closeAll(rs...)
+	<-ch
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+// exitCode maps a finished process to a shell-style exit code: 128+N for death by signal N.
+func exitCode(ps *os.ProcessState, waitErr error) int {
+	if ps == nil {
+		var ee *exec.ExitError
+		if errors.As(waitErr, &ee) && ee.ProcessState != nil {
+			ps = ee.ProcessState
+		} else {
+			return -1
+		}
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}

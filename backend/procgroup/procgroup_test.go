@@ -1,0 +1,89 @@
+package procgroup
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sh(script string) Spec {
+	return Spec{Path: "/bin/sh", Args: []string{"sh", "-c", script}, Dir: os.TempDir()}
+}
+
+func TestRun(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		spec      Spec
+		cancel    bool
+		exit      int
+		timedOut  bool
+		cancelled bool
+	}{
+		{"exit code", sh("exit 3"), false, 3, false, false},
+		{"signal is 128+N", sh("kill -KILL $$"), false, 137, false, false},
+		{"timeout", func() Spec { s := sh("sleep 30"); s.Timeout = 200 * time.Millisecond; return s }(), false, 143, true, false},
+		{"cancel", sh("sleep 30"), true, 143, false, true},
+		{"term ignored, then kill", func() Spec {
+			s := sh("trap '' TERM; sleep 30")
+			s.Timeout, s.KillGrace = 200*time.Millisecond, 200*time.Millisecond
+			return s
+		}(), false, 137, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel {
+				time.AfterFunc(200*time.Millisecond, cancel)
+			}
+			out, err := Run(ctx, tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.ExitCode != tc.exit || out.TimedOut != tc.timedOut || out.Cancelled != tc.cancelled {
+				t.Errorf("outcome %+v, want exit %d timedOut %v cancelled %v", out, tc.exit, tc.timedOut, tc.cancelled)
+			}
+		})
+	}
+}
+
+// TestLeftoversDie: a background process the command leaves in its group is killed when the
+// command exits, and Run does not wait for it.
+func TestLeftoversDie(t *testing.T) {
+	t.Parallel()
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	var stdout bytes.Buffer
+	s := sh("sleep 300 & echo $! > " + pidfile + "; echo done")
+	s.Stdout = &stdout
+	out, err := Run(context.Background(), s)
+	if err != nil || out.ExitCode != 0 || stdout.String() != "done\n" {
+		t.Fatalf("run: %+v %v %q", out, err, stdout.String())
+	}
+	pid, _ := os.ReadFile(pidfile)
+	for i := 0; i < 50; i++ {
+		stat, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/stat")
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("background sleep %s survived its command", pid)
+}
+
+func TestStartFailure(t *testing.T) {
+	t.Parallel()
+	_, err := Run(context.Background(), Spec{Path: "/nonexistent/prog", Args: []string{"prog"}})
+	if err == nil || StartFailureCode(err) != 127 {
+		t.Errorf("missing program: %v, code %d", err, StartFailureCode(err))
+	}
+	if StartFailureCode(exec.ErrNotFound) != 127 || StartFailureCode(os.ErrPermission) != 126 {
+		t.Error("start failure codes")
+	}
+}
