@@ -68,6 +68,19 @@ func (r Request) Validate() error {
 	return nil
 }
 
+// Effective returns the request's timeout and output cap, taking an environment's
+// defaults where the request leaves them zero.
+func (r Request) Effective(defaultTimeout time.Duration, defaultMaxOutput int64) (time.Duration, int64) {
+	timeout, capBytes := r.Timeout, r.MaxOutputBytes
+	if timeout == 0 {
+		timeout = defaultTimeout
+	}
+	if capBytes == 0 {
+		capBytes = defaultMaxOutput
+	}
+	return timeout, capBytes
+}
+
 // Result is what a command did.
 type Result struct {
 	ExitCode int

@@ -40,14 +40,7 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 	if err != nil {
 		return backend.Result{}, err
 	}
-	timeout := req.Timeout
-	if timeout == 0 {
-		timeout = e.cfg.DefaultTimeout
-	}
-	capBytes := req.MaxOutputBytes
-	if capBytes == 0 {
-		capBytes = e.cfg.MaxOutputBytes
-	}
+	timeout, capBytes := req.Effective(e.cfg.DefaultTimeout, e.cfg.MaxOutputBytes)
 	env := e.policy.Build(hostEnv(), req.Env)
 
 	notes, err := e.ready(ctx)

@@ -42,14 +42,7 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 	if err != nil {
 		return backend.Result{}, err
 	}
-	timeout := req.Timeout
-	if timeout == 0 {
-		timeout = e.cfg.DefaultTimeout
-	}
-	capBytes := req.MaxOutputBytes
-	if capBytes == 0 {
-		capBytes = e.cfg.MaxOutputBytes
-	}
+	timeout, capBytes := req.Effective(e.cfg.DefaultTimeout, e.cfg.MaxOutputBytes)
 	// Reconnecting counts against the command's time.
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	l, reconnected, err := e.current(cctx)
