@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,31 +64,7 @@ func Image(t testing.TB) string {
 		imageOnce.done = true
 		return ImageName
 	}
-	bb, err := exec.LookPath("busybox")
-	if err != nil {
-		t.Fatalf("building %s needs busybox (apt-get install busybox-static): %v", ImageName, err)
-	}
-	root := t.TempDir()
-	for _, d := range []string{"bin", "etc", "tmp", "workspace", "proc", "sys", "dev"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(t, os.Chmod(filepath.Join(root, "tmp"), 0o1777))
-	must(t, os.Chmod(filepath.Join(root, "workspace"), 0o777))
-	data, err := os.ReadFile(bb)
-	must(t, err)
-	must(t, os.WriteFile(filepath.Join(root, "bin", "busybox"), data, 0o755))
-	list, err := exec.Command(bb, "--list").Output()
-	must(t, err)
-	for _, applet := range strings.Fields(string(list)) {
-		if applet != "busybox" {
-			must(t, os.Symlink("busybox", filepath.Join(root, "bin", applet)))
-		}
-	}
-	must(t, os.WriteFile(filepath.Join(root, "etc", "passwd"),
-		[]byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n"), 0o644))
-	must(t, os.WriteFile(filepath.Join(root, "etc", "group"), []byte("root:x:0:\nnogroup:x:65534:\n"), 0o644))
+	root := busyboxRootfs(t)
 	cmd := exec.Command("sh", "-c", `tar -C "$1" -c . | docker import -c 'ENV PATH=/bin' - "$2"`, "import", root, ImageName)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("docker import %s: %v\n%s", ImageName, err, out)
