@@ -347,3 +347,29 @@ func TestCancelledBatch(t *testing.T) {
 		t.Errorf("cancelled batch: %+v", res[0])
 	}
 }
+
+// TestWaitingForAPersonIsRecorded: an approval that waits writes a pending line, outcome
+// interrupted, before the call is decided and dispatched.
+func TestWaitingForAPersonIsRecorded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	waiting := approvalFunc(func(_ context.Context, r *pipeline.Request) (pipeline.Verdict, error) {
+		r.OnWait()
+		return pipeline.Verdict{Decision: pipeline.Allow, Code: "approved_by_person", DecidedBy: "person:test"}, nil
+	})
+	res := f.run(t, func(o *pipeline.Options) { o.Approval = waiting }, touch("w"))[0]
+	if res.Status != pipeline.StatusOK || res.Receipt.DecidedBy != "policy:default, person:test" {
+		t.Fatalf("result %s, decided by %q", res.Status, res.Receipt.DecidedBy)
+	}
+	lines := ledgerLines(t, f.ledger)
+	var events []string
+	for _, ln := range lines {
+		events = append(events, ln.Event)
+	}
+	if strings.Join(events, ",") != "pending,dispatched,completed" {
+		t.Fatalf("events %v", events)
+	}
+	if p := lines[0].Receipt; p.Decision != "ask" || p.Outcome != receipt.Interrupted || p.HandlerStarted {
+		t.Errorf("pending line: %+v", p)
+	}
+}
