@@ -115,8 +115,22 @@ func (c *Client) Ready(ctx context.Context) error {
 // network connections do), so that a peer that stopped reading cannot hold Close.
 func (c *Client) Close() error {
 	c.fail(backend.ErrClosed)
+	// Let a frame being written finish, so the helper sees a clean end of stream rather than
+	// half a frame; a write stuck on a helper that stopped reading gets a second, then the
+	// stream is closed under it.
+	locked := make(chan struct{})
+	go func() { c.wmu.Lock(); close(locked) }()
+	select {
+	case <-locked:
+		defer c.wmu.Unlock()
+	case <-time.After(closeWait):
+		go func() { <-locked; c.wmu.Unlock() }()
+	}
 	return c.w.Close()
 }
+
+// closeWait bounds how long Close waits for a frame being written.
+const closeWait = time.Second
 
 func (c *Client) fail(err error) {
 	c.closeOnce.Do(func() {
