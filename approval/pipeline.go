@@ -65,18 +65,21 @@ func (s *Step) Approve(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 	return v, err
 }
 
-// Scope says what a terminal command touches: a command judged read-only reads the
-// workspace, anything else writes it. Other tools declare their paths themselves.
+// Scope says what a terminal command touches: a command judged read-only reads, anything
+// else writes — and since a command is not confined to the paths it names (nor to the
+// workspace, when roots lie outside it), the scope is the whole filesystem of the
+// environment. So a command is ordered against every file call that writes (a read-only one)
+// or touches anything (any other), and read-only commands still run beside each other and
+// beside reads. Other tools declare their paths themselves.
 func (s *Step) Scope(req *pipeline.Request) []concurrency.PathAccess {
 	if req.Tool.Name != s.CommandTool {
 		return nil
 	}
-	ws := req.Env.Describe().Workspace
 	v := s.Gate.Classifier().Classify(commandOf(req.Args))
 	if v.Risk == RiskSafe && v.Parsed {
-		return []concurrency.PathAccess{{Path: ws, Access: concurrency.Read}}
+		return []concurrency.PathAccess{{Path: "/", Access: concurrency.Read}}
 	}
-	return []concurrency.PathAccess{{Path: ws, Access: concurrency.Write}}
+	return []concurrency.PathAccess{{Path: "/", Access: concurrency.Write}}
 }
 
 func commandOf(args json.RawMessage) string {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -157,8 +156,7 @@ func (p *Pipeline) RunBatch(ctx context.Context, calls []Call) []Result {
 	out := make([]Result, len(flights))
 	for i, f := range flights {
 		if f.result == nil && timings[i].Cancelled {
-			p.finish(f, StatusCancelled, CodeCancelled, "the batch was cancelled before this call started", receipt.NotExecuted)
-			p.complete(f)
+			p.cancel(f)
 		}
 		if f.result == nil { // cannot happen: every path sets a result
 			p.finish(f, StatusFailed, CodePolicyError, "call ended without a result", receipt.NotExecuted)
@@ -183,6 +181,10 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 	f := &flight{call: c, rec: p.newReceipt(c)}
 	log := p.log.With("call_id", c.ID, "tool", c.Name)
 
+	if ctx.Err() != nil {
+		p.cancel(f)
+		return f
+	}
 	if p.opts.DenialBudget > 0 && p.session.Denials() >= p.opts.DenialBudget {
 		p.deny(f, Verdict{Code: CodeDenialBudgetExhausted, DecidedBy: "session:denial_budget",
 			Message: fmt.Sprintf("this session reached its limit of %d denied calls; no further calls are accepted", p.opts.DenialBudget)},
@@ -213,6 +215,10 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 	f.req = &Request{Call: c, Tool: t, Args: c.Arguments, PathRefs: refs, Env: p.opts.Env, SessionID: p.opts.SessionID}
 
 	v, err := guard("policy", func() (Verdict, error) { return p.opts.Policy.Check(ctx, f.req) })
+	if err != nil && ctx.Err() != nil {
+		p.cancel(f)
+		return f
+	}
 	if err != nil {
 		log.Error("policy failed", "error", err)
 		p.deny(f, Verdict{Code: CodePolicyError, DecidedBy: "policy", Message: "policy could not decide: " + err.Error()}, StatusDenied)
@@ -223,10 +229,13 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 		p.deny(f, v, StatusDenied)
 		return f
 	}
-	f.req.Paths = v.Paths
-	if len(f.req.Paths) == 0 && len(refs) > 0 {
-		f.req.Paths = lexicalPaths(p.opts.Env.Describe().Workspace, refs)
+	if len(v.Paths) != len(refs) {
+		// A handler must never fall back to the model's own string.
+		p.deny(f, Verdict{Code: CodePolicyError, DecidedBy: v.DecidedBy,
+			Message: fmt.Sprintf("policy allowed the call but resolved %d of its %d paths", len(v.Paths), len(refs))}, StatusDenied)
+		return f
 	}
+	f.req.Paths = v.Paths
 	decidedBy := []string{v.DecidedBy}
 
 	f.req.OnWait = func() {
@@ -237,6 +246,10 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 	}
 	a, err := guard("approval", func() (Verdict, error) { return p.opts.Approval.Approve(ctx, f.req) })
 	f.req.OnWait = nil
+	if err != nil && ctx.Err() != nil {
+		p.cancel(f)
+		return f
+	}
 	if err != nil {
 		log.Error("approval failed", "error", err)
 		p.deny(f, Verdict{Code: CodePolicyError, DecidedBy: "approval", Message: "approval could not decide: " + err.Error()}, StatusDenied)
@@ -250,7 +263,16 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 		return f
 	}
 	decidedBy = append(decidedBy, a.DecidedBy)
+	now := time.Now().UTC()
+	f.rec.Decision, f.rec.ReasonCode, f.rec.DecidedBy, f.rec.DecidedAt = string(Allow), a.Code, strings.Join(decidedBy, ", "), &now
+	f.rec.Risk = a.Risk
+	return f
+}
 
+// preHooks runs the pre-hooks just before the handler, inside the call's scheduler slot, so
+// that they see what earlier calls of the batch left behind. It reports whether the call may
+// go on; a refusal is recorded on the flight (the caller completes it).
+func (p *Pipeline) preHooks(ctx context.Context, f *flight, log hclog.Logger) bool {
 	for _, h := range p.opts.PreHooks {
 		hv, err := guard("pre-hook "+h.Name(), func() (Verdict, error) {
 			b, err := h.Before(ctx, f.req)
@@ -264,20 +286,20 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 			return Verdict{Decision: Deny, Code: code, Message: b.Message, Retryable: b.Retryable}, nil
 		})
 		switch {
+		case err != nil && ctx.Err() != nil:
+			p.finish(f, StatusCancelled, CodeCancelled, "the batch was cancelled before this call started", receipt.NotExecuted)
+			return false
 		case err != nil:
 			log.Error("pre-hook failed", "hook", h.Name(), "error", err)
-			p.deny(f, Verdict{Code: CodePolicyError, DecidedBy: "pre_hook:" + h.Name(), Message: "pre-hook failed: " + err.Error()}, StatusDenied)
-			return f
+			p.refuse(f, Verdict{Code: CodePolicyError, DecidedBy: "pre_hook:" + h.Name(), Message: "pre-hook failed: " + err.Error()}, StatusDenied)
+			return false
 		case hv.Decision == Deny:
 			hv.DecidedBy = "pre_hook:" + h.Name()
-			p.deny(f, hv, StatusBlocked)
-			return f
+			p.refuse(f, hv, StatusBlocked)
+			return false
 		}
 	}
-	now := time.Now().UTC()
-	f.rec.Decision, f.rec.ReasonCode, f.rec.DecidedBy, f.rec.DecidedAt = string(Allow), a.Code, strings.Join(decidedBy, ", "), &now
-	f.rec.Risk = a.Risk
-	return f
+	return true
 }
 
 // scope tells the scheduler what a call touches.
@@ -320,6 +342,9 @@ func (p *Pipeline) execute(ctx context.Context, f *flight) {
 		p.finish(f, StatusCancelled, CodeCancelled, "the batch was cancelled before this call started", receipt.NotExecuted)
 		return
 	}
+	if !p.preHooks(ctx, f, log) {
+		return
+	}
 	f.rec.DispatchStarted = true
 	f.rec.Outcome = receipt.Interrupted // until the handler says otherwise
 	if err := p.appendLedgerErr(receipt.EventDispatched, f.rec); err != nil {
@@ -358,12 +383,15 @@ func (p *Pipeline) execute(ctx context.Context, f *flight) {
 	case out == nil:
 		out = &tool.Output{}
 	}
-	if vs := f.tool.ValidateOutput(out.Data); len(vs) > 0 {
-		log.Error("output failed its schema", "error", vs.Error())
-		r := p.finish(f, StatusFailed, CodeOutputValidation, "the tool's output broke its schema: "+vs.Error(), receipt.Executed)
-		r.Metadata.DurationMS = elapsed.Milliseconds()
-		r.Metadata.ExitCode = out.ExitCode
-		return
+	// A failure that carries no data has nothing to check against the output schema.
+	if out.Status == tool.StatusOK || out.Data != nil {
+		if vs := f.tool.ValidateOutput(out.Data); len(vs) > 0 {
+			log.Error("output failed its schema", "error", vs.Error())
+			r := p.finish(f, StatusFailed, CodeOutputValidation, "the tool's output broke its schema: "+vs.Error(), receipt.Executed)
+			r.Metadata.DurationMS = elapsed.Milliseconds()
+			r.Metadata.ExitCode = out.ExitCode
+			return
+		}
 	}
 	status, code, outcome := StatusOK, out.ErrorCode, receipt.Executed
 	switch out.Status {
@@ -425,14 +453,25 @@ func guard(step string, fn func() (Verdict, error)) (v Verdict, err error) {
 	return fn()
 }
 
-// deny ends a call that will not run.
+// deny ends a call that will not run and writes its receipt.
 func (p *Pipeline) deny(f *flight, v Verdict, status Status) {
+	p.refuse(f, v, status)
+	p.complete(f)
+}
+
+// refuse records why a call will not run. Only policy and approval denials count against the
+// session's denial budget: a schema mistake, an unknown tool, a policy that could not decide
+// or a hook's block (a stale file) is not probing.
+func (p *Pipeline) refuse(f *flight, v Verdict, status Status) {
 	now := time.Now().UTC()
 	f.rec.Decision = string(Deny)
 	f.rec.ReasonCode = v.Code
 	f.rec.DecidedBy = v.DecidedBy
 	f.rec.DecidedAt = &now
-	if v.Code != CodeDenialBudgetExhausted && v.Code != CodeUnknownTool && v.Code != CodeInputValidation {
+	switch {
+	case status != StatusDenied:
+	case v.Code == CodeDenialBudgetExhausted, v.Code == CodeUnknownTool, v.Code == CodePolicyError:
+	default:
 		p.session.AddDenial()
 	}
 	msg := v.Message
@@ -444,6 +483,11 @@ func (p *Pipeline) deny(f *flight, v Verdict, status Status) {
 	if len(v.Paths) > 0 {
 		f.rec.Paths = resolvedNames(v.Paths)
 	}
+}
+
+// cancel ends a call whose batch was cancelled before it started.
+func (p *Pipeline) cancel(f *flight) {
+	p.finish(f, StatusCancelled, CodeCancelled, "the batch was cancelled before this call started", receipt.NotExecuted)
 	p.complete(f)
 }
 
@@ -482,10 +526,21 @@ func (p *Pipeline) finish(f *flight, status Status, code, msg string, outcome re
 }
 
 // complete writes the final receipt line once the result is settled, then lets the
-// post-hooks look at it. A post-hook cannot change the result: it gets a copy, and its
+// post-hooks look at it. A post-hook cannot change the result: it gets a deep copy, and its
 // panics are logged and dropped.
 func (p *Pipeline) complete(f *flight) {
-	p.appendLedger(receipt.EventCompleted, f.rec)
+	if err := p.appendLedgerErr(receipt.EventCompleted, f.rec); err != nil {
+		p.log.Error("ledger append failed", "call_id", f.call.ID, "event", receipt.EventCompleted, "error", err)
+		f.result.Metadata.Notes = append(f.result.Metadata.Notes, "the receipt could not be written to the ledger: "+err.Error())
+	}
+	if len(p.opts.PostHooks) == 0 {
+		return
+	}
+	snapshot, err := json.Marshal(f.result)
+	if err != nil {
+		p.log.Error("post-hooks skipped: result not encodable", "call_id", f.call.ID, "error", err)
+		return
+	}
 	for _, h := range p.opts.PostHooks {
 		func() {
 			defer func() {
@@ -493,9 +548,8 @@ func (p *Pipeline) complete(f *flight) {
 					p.log.Error("post-hook panicked", "hook", h.Name(), "call_id", f.call.ID, "panic", fmt.Sprint(r))
 				}
 			}()
-			cp := *f.result
-			rc := *f.rec
-			cp.Receipt = &rc
+			var cp Result
+			_ = json.Unmarshal(snapshot, &cp)
 			h.After(context.Background(), f.req, cp)
 		}()
 	}
@@ -548,6 +602,10 @@ func (p *Pipeline) newReceipt(c Call) *receipt.Receipt {
 	}
 	if p.opts.StoreArguments {
 		r.Arguments = receipt.Canonical(c.Arguments)
+		if !json.Valid(r.Arguments) {
+			// Kept as a JSON string: a model's broken arguments must not break the receipt.
+			r.Arguments, _ = json.Marshal(string(c.Arguments))
+		}
 	}
 	return r
 }
@@ -562,6 +620,9 @@ func normalizeArgs(a json.RawMessage) json.RawMessage {
 	if strings.HasPrefix(s, `"`) {
 		var inner string
 		if err := json.Unmarshal(a, &inner); err == nil {
+			if strings.TrimSpace(inner) == "" {
+				return json.RawMessage("{}")
+			}
 			return json.RawMessage(inner)
 		}
 	}
@@ -585,20 +646,6 @@ func resolvedNames(ps []tool.ResolvedPath) []string {
 		} else {
 			out = append(out, p.Raw)
 		}
-	}
-	return out
-}
-
-// lexicalPaths stands in for a policy that resolved nothing: paths joined with the
-// workspace and cleaned, so the scheduler still sees them.
-func lexicalPaths(ws string, refs []tool.PathRef) []tool.ResolvedPath {
-	out := make([]tool.ResolvedPath, len(refs))
-	for i, r := range refs {
-		p := r.Path
-		if !path.IsAbs(p) {
-			p = path.Join(ws, p)
-		}
-		out[i] = tool.ResolvedPath{Arg: r.Arg, Raw: r.Path, Resolved: path.Clean(p), Access: r.Access}
 	}
 	return out
 }

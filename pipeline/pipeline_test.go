@@ -169,6 +169,11 @@ func TestStatuses(t *testing.T) {
 				return pipeline.Verdict{Decision: pipeline.Allow}, errors.New("cannot stat")
 			})
 		}, touch("perr"), pipeline.StatusDenied, "policy_error", receipt.NotExecuted, false},
+		{"policy allows without resolving", func(o *pipeline.Options) {
+			o.Policy = policyFunc(func(context.Context, *pipeline.Request) (pipeline.Verdict, error) {
+				return pipeline.Verdict{Decision: pipeline.Allow, DecidedBy: "policy:lazy"}, nil
+			})
+		}, touch("lazy"), pipeline.StatusDenied, "policy_error", receipt.NotExecuted, false},
 		{"policy panics", func(o *pipeline.Options) {
 			o.Policy = policyFunc(func(context.Context, *pipeline.Request) (pipeline.Verdict, error) { panic("x") })
 		}, touch("ppanic"), pipeline.StatusDenied, "policy_error", receipt.NotExecuted, false},
@@ -371,5 +376,80 @@ func TestWaitingForAPersonIsRecorded(t *testing.T) {
 	}
 	if p := lines[0].Receipt; p.Decision != "ask" || p.Outcome != receipt.Interrupted || p.HandlerStarted {
 		t.Errorf("pending line: %+v", p)
+	}
+}
+
+type mutatingHook struct{}
+
+func (mutatingHook) Name() string { return "mutator" }
+func (mutatingHook) After(_ context.Context, _ *pipeline.Request, r pipeline.Result) {
+	if r.Metadata.ExitCode != nil {
+		*r.Metadata.ExitCode = 99
+	}
+	if m, ok := r.Data.(map[string]any); ok {
+		m["exit_code"] = 99
+	}
+	if r.Receipt.StartedAt != nil {
+		*r.Receipt.StartedAt = r.Receipt.StartedAt.AddDate(-10, 0, 0)
+	}
+}
+
+func TestPostHookCannotChangeResult(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	res := f.run(t, func(o *pipeline.Options) { o.PostHooks = []pipeline.PostHook{mutatingHook{}} },
+		pipeline.Call{ID: "t", Name: "terminal", Arguments: json.RawMessage(`{"command":"exit 3"}`)})[0]
+	if *res.Metadata.ExitCode != 3 || res.Data.(map[string]any)["exit_code"] != 3 || res.Receipt.StartedAt.Year() < 2000 {
+		t.Errorf("post-hook changed the result: exit %d, data %v, started %v", *res.Metadata.ExitCode, res.Data, res.Receipt.StartedAt)
+	}
+}
+
+func TestBrokenArgumentsStillReceipted(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	res := f.run(t, func(o *pipeline.Options) { o.StoreArguments = true },
+		pipeline.Call{ID: "bad", Name: "terminal", Arguments: json.RawMessage(`"{\"command\": \"ls\""`)},
+		pipeline.Call{ID: "empty", Name: "terminal", Arguments: json.RawMessage(`""`)})
+	if _, err := json.Marshal(res); err != nil {
+		t.Fatalf("results not encodable: %v", err)
+	}
+	if res[0].ErrorCode != "input_validation_failed" || res[1].ErrorCode != "input_validation_failed" ||
+		!strings.Contains(res[1].ErrorMessage, "arguments.command: missing property") {
+		t.Errorf("results: %s %s / %s %s", res[0].ErrorCode, res[0].ErrorMessage, res[1].ErrorCode, res[1].ErrorMessage)
+	}
+	if lines := ledgerLines(t, f.ledger); len(lines) != 2 {
+		t.Errorf("%d ledger lines, want a receipt for each call", len(lines))
+	}
+}
+
+// TestCancelWhileDecidingIsNoDenial: a batch cancelled while its calls are being decided
+// ends them as cancelled, not as policy errors, and spends no denial budget.
+func TestCancelWhileDecidingIsNoDenial(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	sess := pipeline.NewMemorySession()
+	o := f.options
+	o.Session = sess
+	o.Policy = policyFunc(func(ctx context.Context, r *pipeline.Request) (pipeline.Verdict, error) {
+		if n++; n == 2 {
+			cancel()
+		}
+		if err := ctx.Err(); err != nil {
+			return pipeline.Verdict{}, err
+		}
+		return pipeline.AllowAll{}.Check(ctx, r)
+	})
+	p, err := pipeline.New(o)
+	must(t, err)
+	res := p.RunBatch(ctx, []pipeline.Call{touch("a"), touch("b"), touch("c"), touch("d")})
+	for _, r := range res {
+		if r.Status != pipeline.StatusCancelled || r.Receipt.HandlerStarted {
+			t.Errorf("%s: %s/%s", r.CallID, r.Status, r.ErrorCode)
+		}
+	}
+	if sess.Denials() != 0 || f.calls.Load() != 0 {
+		t.Errorf("denials %d, handler calls %d", sess.Denials(), f.calls.Load())
 	}
 }

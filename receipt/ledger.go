@@ -37,8 +37,10 @@ type Line struct {
 	// Note explains recovery events.
 	Note string `json:"note,omitempty"`
 	// Hash is the SHA-256 of the line as written without this field: it seals the line
-	// itself, so that even the last line, which no later line vouches for, cannot be edited
-	// unnoticed. It is always the line's last field.
+	// itself, so that the last line, which no later line vouches for, cannot be edited
+	// without recomputing it. It is always the line's last field. There is no key: a writer
+	// who recomputes the chain is caught only by comparing the head with a copy kept
+	// elsewhere (VerifyHead).
 	Hash string `json:"hash"`
 }
 
@@ -224,29 +226,37 @@ func (e *VerifyError) Error() string { return fmt.Sprintf("line %d: %s", e.Line,
 // Verify reads a ledger and checks every line's sequence number and previous-line hash. It
 // returns the number of good lines, and a *VerifyError for the first bad one.
 func Verify(r io.Reader) (int, error) {
+	n, _, err := VerifyHead(r)
+	return n, err
+}
+
+// VerifyHead is Verify that also returns the hash of the last good line. The chain has no
+// secret key: whoever can rewrite the file can rewrite the chain from the line they change
+// on. Keeping the head somewhere else and comparing it later catches that too.
+func VerifyHead(r io.Reader) (int, string, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	prev, n := genesis, 0
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(line) == 0 && err == io.EOF {
-			return n, nil
+			return n, prev, nil
 		}
 		if err != nil && err != io.EOF {
-			return n, err
+			return n, prev, err
 		}
 		lineNo := n + 1
 		if err == io.EOF { // no trailing newline
-			return n, &VerifyError{Line: lineNo, Reason: "torn last line (incomplete write)", Torn: true}
+			return n, prev, &VerifyError{Line: lineNo, Reason: "torn last line (incomplete write)", Torn: true}
 		}
 		ln, perr := parseLine(line[:len(line)-1])
 		if perr != nil {
-			return n, &VerifyError{Line: lineNo, Reason: perr.Error()}
+			return n, prev, &VerifyError{Line: lineNo, Reason: perr.Error()}
 		}
 		if ln.Seq != int64(lineNo) {
-			return n, &VerifyError{Line: lineNo, Reason: fmt.Sprintf("sequence %d, want %d (line removed or reordered)", ln.Seq, lineNo)}
+			return n, prev, &VerifyError{Line: lineNo, Reason: fmt.Sprintf("sequence %d, want %d (line removed or reordered)", ln.Seq, lineNo)}
 		}
 		if ln.Prev != prev {
-			return n, &VerifyError{Line: lineNo, Reason: "previous-line hash does not match (this or the previous line was changed)"}
+			return n, prev, &VerifyError{Line: lineNo, Reason: "previous-line hash does not match (this or the previous line was changed)"}
 		}
 		prev = ln.Hash
 		n++

@@ -15,7 +15,8 @@ import (
 type Store struct {
 	mu    sync.Mutex
 	state state
-	file  *os.File // nil for a memory session
+	path  string   // the state file; empty for a memory session
+	lock  *os.File // held for the store's life: one process per session at a time
 }
 
 type state struct {
@@ -25,13 +26,17 @@ type state struct {
 	Files map[string]string `json:"files"`
 }
 
+// ErrInUse is returned by Open when another process holds the session.
+var ErrInUse = errors.New("session is in use by another airlock process")
+
 // NewMemory returns a session that lives as long as the process.
 func NewMemory() *Store { return &Store{state: state{Files: map[string]string{}}} }
 
 var validID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
-// Open loads (or creates) the session id under dir and locks it until Close. The ID may hold
-// letters, digits, dot, underscore and dash.
+// Open loads (or creates) the session id under dir and holds it until Close; a session held
+// by another process gives ErrInUse at once rather than a wait nobody can interrupt. The ID
+// may hold letters, digits, dot, underscore and dash.
 func Open(dir, id string) (*Store, error) {
 	if !validID.MatchString(id) || id == "." || id == ".." {
 		return nil, fmt.Errorf("session: id %q: use 1-128 letters, digits, '.', '_' or '-'", id)
@@ -39,19 +44,29 @@ func Open(dir, id string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, id+".json"), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := os.OpenFile(filepath.Join(dir, id+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		_ = f.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = lock.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("session %q: %w", id, ErrInUse)
+		}
 		return nil, fmt.Errorf("session lock: %w", err)
 	}
-	s := &Store{file: f, state: state{Files: map[string]string{}}}
-	dec := json.NewDecoder(f)
-	if err := dec.Decode(&s.state); err != nil && !errors.Is(err, os.ErrNotExist) && err.Error() != "EOF" {
-		_ = f.Close()
-		return nil, fmt.Errorf("session %s: %w", f.Name(), err)
+	s := &Store{path: filepath.Join(dir, id+".json"), lock: lock, state: state{Files: map[string]string{}}}
+	data, err := os.ReadFile(s.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		_ = lock.Close()
+		return nil, fmt.Errorf("session: %w", err)
+	default:
+		if err := json.Unmarshal(data, &s.state); err != nil {
+			_ = lock.Close()
+			return nil, fmt.Errorf("session %s: %w", s.path, err)
+		}
 	}
 	if s.state.Files == nil {
 		s.state.Files = map[string]string{}
@@ -88,23 +103,42 @@ func (s *Store) SetFileHash(path, hash string) {
 	s.state.Files[path] = hash
 }
 
-// Close saves a file-backed session and releases its lock.
+// Close saves a file-backed session — to a temporary file renamed over the old one, so a
+// crash leaves the old state or the new, never half — and releases it.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.file == nil {
+	if s.lock == nil {
 		return nil
 	}
-	data, err := json.MarshalIndent(s.state, "", "  ")
-	if err == nil {
-		if err = s.file.Truncate(0); err == nil {
-			_, err = s.file.WriteAt(append(data, '\n'), 0)
-		}
-		if err == nil {
-			err = s.file.Sync()
-		}
-	}
-	cerr := s.file.Close()
-	s.file = nil
+	err := s.save()
+	cerr := s.lock.Close() // releases the flock
+	s.lock = nil
 	return errors.Join(err, cerr)
+}
+
+func (s *Store) save() error {
+	data, err := json.MarshalIndent(s.state, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(s.path), filepath.Base(s.path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("session save: %w", err)
+	}
+	_, err = tmp.Write(append(data, '\n'))
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), s.path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("session save: %w", err)
+	}
+	return nil
 }

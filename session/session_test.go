@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -32,6 +33,14 @@ func TestFileStorePersists(t *testing.T) {
 	if h, ok := s2.FileHash("/w/a"); !ok || h != "h1" || s2.Denials() != 1 {
 		t.Errorf("reloaded: %q %v %d", h, ok, s2.Denials())
 	}
+	held, err := Open(dir, "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, "busy"); !errors.Is(err, ErrInUse) {
+		t.Errorf("second open of a held session: %v, want ErrInUse", err)
+	}
+	_ = held.Close()
 	for _, bad := range []string{"", "..", "a/b", "x y"} {
 		if _, err := Open(dir, bad); err == nil {
 			t.Errorf("id %q accepted", bad)

@@ -112,7 +112,7 @@ func assemble(ctx context.Context, cf commonFlags, s stdio) (*stack, error) {
 	ledger, err := receipt.Open(cfg.LedgerPath())
 	if err != nil {
 		st.close()
-		return nil, err
+		return nil, fmt.Errorf("ledger.path: %w", err)
 	}
 	st.ledger = ledger
 	st.closers = append(st.closers, ledger.Close)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 
+	"mvdan.cc/sh/v3/syntax"
+
 	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/terminal"
 	"github.com/airlock-dev/airlock/tool"
@@ -19,10 +21,29 @@ func init() {
 
 // Exit codes of airlock exec when the command did not run to its own exit.
 const (
-	exitDenied  = 126 // refused by policy, approval or a hook, as a shell says "cannot execute"
-	exitTimeout = 124 // as timeout(1)
-	exitFailed  = 125
+	exitDenied      = 126 // refused by policy, approval or a hook, as a shell says "cannot execute"
+	exitTimeout     = 124 // as timeout(1)
+	exitFailed      = 125
+	exitInterrupted = 130 // as a shell reports SIGINT
 )
+
+// commandLine turns exec's arguments into the command the terminal tool runs: one argument is
+// a shell string as it is ('ls | wc -l'); several are words, each quoted, so that
+// `airlock exec -- rm -r "my dir"` removes "my dir" and nothing else.
+func commandLine(args []string) (string, error) {
+	if len(args) == 1 {
+		return args[0], nil
+	}
+	words := make([]string, len(args))
+	for i, a := range args {
+		q, err := syntax.Quote(a, syntax.LangPOSIX)
+		if err != nil {
+			return "", fmt.Errorf("argument %d: %w", i+1, err)
+		}
+		words[i] = q
+	}
+	return strings.Join(words, " "), nil
+}
 
 func runExec(args []string, s stdio) int {
 	var cf commonFlags
@@ -39,7 +60,10 @@ func runExec(args []string, s stdio) int {
 		fs.Usage()
 		return 2
 	}
-	command := strings.Join(fs.Args(), " ")
+	command, err := commandLine(fs.Args())
+	if err != nil {
+		return fail(s, err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	st, err := assemble(ctx, cf, s)
@@ -65,6 +89,9 @@ func runExec(args []string, s stdio) int {
 	case pipeline.StatusTimeout:
 		fmt.Fprintf(s.err, "airlock: %s\n", res.ErrorMessage)
 		return exitTimeout
+	case pipeline.StatusInterrupted, pipeline.StatusCancelled:
+		fmt.Fprintf(s.err, "airlock: %s\n", res.ErrorMessage)
+		return exitInterrupted
 	case pipeline.StatusDenied, pipeline.StatusBlocked:
 		fmt.Fprintf(s.err, "airlock: refused (%s): %s\n", res.ErrorCode, res.ErrorMessage)
 		return exitDenied

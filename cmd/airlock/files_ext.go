@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path"
 	"path/filepath"
 
 	"github.com/airlock-dev/airlock/backend"
@@ -37,16 +38,44 @@ func init() {
 }
 
 // protectedFiles are Airlock's own files — the config, the ledger, the session store — as
-// the environment sees them. On the local backend they are host paths; remote environments
-// do not see the host's files, so nothing needs protecting there.
+// the environment sees them, symlinks resolved so that they compare with resolved paths. On
+// the local backend they are host paths; in a container, the ones under a mounted host
+// directory are protected at their path inside; an SSH host does not see them at all.
 func protectedFiles(st *stack) []string {
-	if _, ok := st.env.(backend.HostDir); !ok {
+	ledger := st.cfg.LedgerPath()
+	host := []string{ledger, filepath.Join(filepath.Dir(ledger), "sessions")}
+	if st.cfg.File != "" {
+		host = append(host, st.cfg.File)
+	}
+	for i, p := range host {
+		host[i] = realPath(p)
+	}
+	if _, ok := st.env.(backend.HostDir); ok {
+		return host
+	}
+	if st.cfg.Environment.Type != "docker" {
 		return nil
 	}
-	ledger := st.cfg.LedgerPath()
-	out := []string{ledger, filepath.Join(filepath.Dir(ledger), "sessions")}
-	if st.cfg.File != "" {
-		out = append(out, st.cfg.File)
+	var inside []string
+	for _, v := range st.cfg.Environment.Docker.Volumes {
+		src := realPath(st.cfg.Abs(v.Host))
+		for _, p := range host {
+			if rel, err := filepath.Rel(src, p); err == nil && backend.Within(src, p) {
+				inside = append(inside, path.Join(v.Container, filepath.ToSlash(rel)))
+			}
+		}
 	}
-	return out
+	return inside
+}
+
+// realPath resolves symlinks in p, or in its deepest existing parent when p does not exist.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	dir, base := filepath.Split(filepath.Clean(p))
+	if dir == "" || dir == p {
+		return p
+	}
+	return filepath.Join(realPath(filepath.Clean(dir)), base)
 }

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand's name and returns
@@ -38,6 +40,10 @@ func register(c command) {
 }
 
 func main() {
+	// A reader that goes away (airlock exec … | head -1) must not kill airlock mid-call: the
+	// command would outlive its timeout and its receipt would never be written. Writes to a
+	// closed pipe fail instead, and are ignored where output is only a copy.
+	signal.Ignore(syscall.SIGPIPE)
 	os.Exit(run(os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}))
 }
 
