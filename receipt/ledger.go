@@ -119,14 +119,32 @@ func (l *Ledger) withLock(fn func() error) error {
 	return fn()
 }
 
-// reloadTail reads the file to find the last good line, cutting a torn tail.
+// tailWindow is how much of the file's end reloadTail reads first: enough for the last line
+// and a torn one after it, so that opening a long ledger does not read all of it.
+const tailWindow = 1 << 20
+
+// reloadTail reads the end of the file to find the last good line, cutting a torn tail.
 func (l *Ledger) reloadTail() error {
-	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("ledger: %w", err)
-	}
-	data, err := io.ReadAll(l.f)
+	fi, err := l.f.Stat()
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
+	}
+	start := max(0, fi.Size()-tailWindow)
+	data, err := l.readFrom(start)
+	if err != nil {
+		return err
+	}
+	if start > 0 && bytes.Count(data, []byte{'\n'}) < 2 {
+		// Lines longer than the window: read it all.
+		start = 0
+		if data, err = l.readFrom(0); err != nil {
+			return err
+		}
+	}
+	if start > 0 {
+		// The window may begin mid-line; keep whole lines only.
+		cut := bytes.IndexByte(data, '\n') + 1
+		data, start = data[cut:], start+int64(cut)
 	}
 	good := len(data)
 	if i := bytes.LastIndexByte(data, '\n'); i != len(data)-1 {
@@ -147,9 +165,9 @@ func (l *Ledger) reloadTail() error {
 		l.seq = ln.Seq
 		l.prev = ln.Hash
 	}
-	l.size = int64(good)
+	l.size = start + int64(good)
 	if len(torn) > 0 {
-		if err := l.f.Truncate(int64(good)); err != nil {
+		if err := l.f.Truncate(l.size); err != nil {
 			return fmt.Errorf("ledger: cut torn line: %w", err)
 		}
 		sum := sha256.Sum256(torn)
@@ -157,6 +175,18 @@ func (l *Ledger) reloadTail() error {
 		return l.appendLocked(Line{Event: EventRecovered, Note: note})
 	}
 	return nil
+}
+
+// readFrom reads the file from offset to its end.
+func (l *Ledger) readFrom(offset int64) ([]byte, error) {
+	if _, err := l.f.Seek(offset, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	data, err := io.ReadAll(l.f)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	return data, nil
 }
 
 func (l *Ledger) appendLocked(ln Line) error {
