@@ -20,71 +20,77 @@ import (
 )
 
 // hostFiles reaches files beneath a host directory through os.Root. The file's directory is
-// opened as a root of its own, and then checked: no component between the workspace and it
-// may be a symbolic link, and the directory opened must be the one its path names now. A
-// link swapped in after policy looked is refused, and os.Root keeps every step beneath the
-// workspace even while the check runs.
+// opened one component at a time, from the workspace (or, for a directory outside it, from
+// "/"), each one relative to the handle of its parent: a component that is a symbolic link
+// is refused, and the directory opened must be the one Lstat saw. Nothing re-walks a path of
+// several components, so a link swapped in on the way after policy looked, or while the
+// walk runs, is refused, and what the call opens next is looked up in the directory handle
+// it holds, not by a name that a rename could have redirected.
 type hostFiles struct{ dir string }
 
 // parent opens p's directory as a root and returns it with p's name. With create set,
-// missing directories are made one at a time, each checked not to be a link.
+// missing directories are made one at a time. p is the policy's resolved path, which has no
+// symbolic link in it; the walk checks that this still holds.
 func (h hostFiles) parent(p string, create bool) (*os.Root, string, error) {
+	p = filepath.Clean(p)
 	dir, base := filepath.Dir(p), filepath.Base(p)
-	if !backend.Within(h.dir, dir) {
-		// A root configured outside the workspace: open the directory itself.
-		if create {
-			if err := os.MkdirAll(dir, 0o777); err != nil {
-				return nil, "", mapErr(err)
-			}
-		}
-		sub, err := os.OpenRoot(dir)
-		if err != nil {
-			return nil, "", mapErr(err)
-		}
-		return sub, base, nil
+	// The workspace is canonical (its own links resolved when the environment was made);
+	// a root configured outside it is walked from the top, every component checked.
+	start := string(filepath.Separator)
+	if backend.Within(h.dir, dir) {
+		start = h.dir
 	}
-	rel, err := filepath.Rel(h.dir, dir)
+	rel, err := filepath.Rel(start, dir)
 	if err != nil {
 		return nil, "", fmt.Errorf("fileops: %w", err)
 	}
-	top, err := os.OpenRoot(h.dir)
+	cur, err := os.OpenRoot(start)
 	if err != nil {
 		return nil, "", mapErr(err)
 	}
-	defer top.Close()
-	cur := ""
 	for _, c := range strings.Split(rel, string(filepath.Separator)) {
 		if c == "." || c == "" {
 			continue
 		}
-		cur = filepath.Join(cur, c)
-		fi, err := top.Lstat(cur)
-		if errors.Is(err, fs.ErrNotExist) && create {
-			if err := top.Mkdir(cur, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
-				return nil, "", mapErr(err)
-			}
-			fi, err = top.Lstat(cur)
+		sub, err := openDir(cur, c, create)
+		_ = cur.Close()
+		if err != nil {
+			return nil, "", err
 		}
-		switch {
-		case err != nil:
-			return nil, "", mapErr(err)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return nil, "", fsErr(pathpolicy.CodeSymlinkEscape, "a parent directory became a symbolic link")
-		case !fi.IsDir():
-			return nil, "", fsErr(CodeNotDirectory, "a parent is not a directory")
-		}
+		cur = sub
 	}
-	sub, err := top.OpenRoot(rel)
+	return cur, base, nil
+}
+
+// openDir opens the directory name directly beneath parent, creating it first if asked. It
+// refuses a link, and refuses when what it opened is not what Lstat saw (a link or another
+// directory renamed into place in between).
+func openDir(parent *os.Root, name string, create bool) (*os.Root, error) {
+	fi, err := parent.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		if err := parent.Mkdir(name, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, mapErr(err)
+		}
+		fi, err = parent.Lstat(name)
+	}
+	switch {
+	case err != nil:
+		return nil, mapErr(err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, fsErr(pathpolicy.CodeSymlinkEscape, "a parent directory is a symbolic link")
+	case !fi.IsDir():
+		return nil, fsErr(CodeNotDirectory, "a parent is not a directory")
+	}
+	sub, err := parent.OpenRoot(name)
 	if err != nil {
-		return nil, "", mapErr(err)
+		return nil, mapErr(err)
 	}
-	opened, err1 := sub.Stat(".")
-	named, err2 := top.Lstat(rel)
-	if err1 != nil || err2 != nil || !os.SameFile(opened, named) {
+	opened, err := sub.Stat(".")
+	if err != nil || !os.SameFile(fi, opened) {
 		_ = sub.Close()
-		return nil, "", fsErr(pathpolicy.CodeSymlinkEscape, "a parent directory changed while it was opened")
+		return nil, fsErr(pathpolicy.CodeSymlinkEscape, "a parent directory changed while it was opened")
 	}
-	return sub, base, nil
+	return sub, nil
 }
 
 // lstat looks at the target without following it.

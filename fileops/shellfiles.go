@@ -57,8 +57,8 @@ const readScript = enterDir + regular + `head -c "$3" "./$2"
 
 // writeScript writes stdin to a temporary file beside the target, gives it the old file's
 // mode (or the umask's), and renames it over the target. Missing parents are created below
-// the deepest existing one, which is entered and checked first. It prints "created" or
-// "overwritten".
+// the deepest existing one, which is entered and checked first. The rename never moves the
+// file into a directory that took the target's place. It prints "created" or "overwritten".
 const writeScript = `set -f
 d=$1
 while [ ! -d "$d" ] && [ ! -L "$d" ]; do d=${d%/*}; [ -n "$d" ] || d=/; done
@@ -91,7 +91,25 @@ else
 	chmod "$(printf '%o' $((0666 & ~0$(umask))))" "$tmp" || exit 94
 	state=created
 fi
-mv -f "$tmp" "./$2" || exit 94
+# Should ./$2 have become a directory (or a link to one) since it was checked, mv would put
+# the file inside it. With -T (GNU, busybox) mv renames over ./$2 or refuses; an mv without
+# -T (the probe renames the temporary file) is checked afterwards, and what it put inside is
+# removed.
+if mv -fT "$tmp" "$tmp.T" 2>/dev/null; then
+	tmp=$tmp.T
+	if ! mv -fT "$tmp" "./$2"; then
+		[ -L "./$2" ] && exit 97
+		[ -d "./$2" ] && exit 95
+		exit 94
+	fi
+else
+	mv -f "$tmp" "./$2" || exit 94
+	if [ -L "./$2" ] || [ ! -f "./$2" ]; then
+		rm -f "./$2/${tmp#./}"
+		[ -L "./$2" ] && exit 97
+		exit 95
+	fi
+fi
 trap - EXIT
 echo $state
 `

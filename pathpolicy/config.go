@@ -18,7 +18,9 @@ type Config struct {
 	MaxWriteBytes int64 `toml:"max_write_bytes"`
 	// DenyNames are names no call may touch, at any depth: a pattern without a slash is a
 	// glob on one path component (".env", "*.pem"); one with slashes matches consecutive
-	// components (".git/hooks"). Matching ignores case.
+	// components (".git/hooks", ".git/config") and everything below them. Matching ignores
+	// case. The default, [DefaultDenyNames], keeps secrets and the places git runs code from
+	// out of reach.
 	DenyNames []string `toml:"deny_names"`
 	// AllowedTools, when not empty, is the only tools calls may use.
 	AllowedTools []string `toml:"allowed_tools"`
@@ -34,8 +36,11 @@ const (
 	DefaultDenialBudget  = 20
 )
 
-// DefaultDenyNames are the names denied when a configuration names none.
-var DefaultDenyNames = []string{".env", ".env.*", ".git/hooks", ".ssh", "id_rsa*", "*.pem"}
+// DefaultDenyNames are the names denied when a configuration names none: secrets (.env,
+// keys), and what makes git run code: hooks, and the config (core.fsmonitor, core.pager,
+// aliases are commands run by the next git status or log), for the repository and for its
+// submodules, whose hooks and configs live under .git/modules.
+var DefaultDenyNames = []string{".env", ".env.*", ".git/hooks", ".git/config", ".git/modules", ".ssh", "id_rsa*", "*.pem"}
 
 // DefaultConfig returns the policy used when the configuration has no [policy] section: the
 // workspace for reading and writing, the default limits and deny names, every tool.

@@ -24,8 +24,15 @@ const (
 )
 
 // ErrInvalidPath marks a path no environment can use: empty, with a NUL byte, a Windows
-// drive path.
+// drive path, longer than [MaxPathBytes] or with a component longer than [MaxNameBytes].
 var ErrInvalidPath = errors.New("invalid path")
+
+// Length limits of a path, as Linux has them (PATH_MAX, NAME_MAX). A longer path names
+// nothing on any system the tools reach, and would not fit the command that resolves it.
+const (
+	MaxPathBytes = 4096
+	MaxNameBytes = 255
+)
 
 // Normalize turns a model's path into an absolute, cleaned, slash-separated path: backslashes
 // become slashes, a relative path is joined with workspace, "." and ".." are removed
@@ -38,15 +45,26 @@ func Normalize(workspace, raw string) (string, error) {
 		return "", fmt.Errorf("%w: the path contains a NUL byte", ErrInvalidPath)
 	case strings.ContainsRune(workspace, 0) || !path.IsAbs(workspace):
 		return "", fmt.Errorf("%w: workspace %q is not absolute", ErrInvalidPath, workspace)
+	case len(raw) > MaxPathBytes:
+		return "", fmt.Errorf("%w: the path is %d bytes, over the limit of %d", ErrInvalidPath, len(raw), MaxPathBytes)
 	}
 	p := strings.ReplaceAll(raw, `\`, "/")
 	if len(p) >= 2 && p[1] == ':' && isLetter(p[0]) {
 		return "", fmt.Errorf("%w: %q is a Windows drive path; give a path relative to the workspace", ErrInvalidPath, raw)
 	}
-	if path.IsAbs(p) {
-		return path.Clean(p), nil
+	for _, c := range strings.Split(p, "/") {
+		if len(c) > MaxNameBytes {
+			return "", fmt.Errorf("%w: a component of the path is %d bytes, over the limit of %d", ErrInvalidPath, len(c), MaxNameBytes)
+		}
 	}
-	return path.Join(path.Clean(workspace), p), nil
+	if !path.IsAbs(p) {
+		p = path.Join(path.Clean(workspace), p)
+	}
+	p = path.Clean(p)
+	if len(p) > MaxPathBytes {
+		return "", fmt.Errorf("%w: the path is %d bytes once joined with the workspace, over the limit of %d", ErrInvalidPath, len(p), MaxPathBytes)
+	}
+	return p, nil
 }
 
 func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
@@ -57,6 +75,10 @@ func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 type Root struct {
 	Path string
 	Real string
+	// ViaLink is set when the root is, or passes through, a symbolic link: its resolved path
+	// is not where its configured path lies. Such a root admits nothing, since whoever can
+	// plant the link would otherwise choose what it opens.
+	ViaLink bool
 }
 
 // Rules are the parts of a policy that [Decide] needs, with every path absolute and resolved.
@@ -94,6 +116,9 @@ type Target struct {
 	ViaLink bool
 	// Loop is set when resolution followed too many links.
 	Loop bool
+	// Unresolvable is set when a link's target climbs with ".." out of a directory that
+	// does not exist, or out of a file: the kernel refuses such a path, so it names nothing.
+	Unresolvable bool
 	// Links is the hard link count of a regular file.
 	Links int
 	Size  int64
@@ -109,9 +134,17 @@ type Outcome struct {
 
 // Decide judges one resolved target. It is pure: everything it needs is in r and t.
 func Decide(r Rules, t Target) Outcome {
-	roots := r.WriteRoots
+	all := r.WriteRoots
 	if t.Access != tool.Write {
-		roots = append(append([]Root(nil), r.ReadRoots...), r.WriteRoots...)
+		all = append(append([]Root(nil), r.ReadRoots...), r.WriteRoots...)
+	}
+	var roots, linked []Root
+	for _, root := range all {
+		if root.ViaLink {
+			linked = append(linked, root)
+		} else {
+			roots = append(roots, root)
+		}
 	}
 	if t.Raw == "" || strings.ContainsRune(t.Raw, 0) || strings.ContainsRune(t.Path, 0) || strings.ContainsRune(t.Real, 0) ||
 		!path.IsAbs(t.Path) || !path.IsAbs(t.Real) {
@@ -120,8 +153,17 @@ func Decide(r Rules, t Target) Outcome {
 	if t.Loop {
 		return deny(CodeInvalidPath, fmt.Sprintf("%s: too many levels of symbolic links (a loop); name a file that is not a symlink loop", t.Raw), true)
 	}
+	if t.Unresolvable {
+		return deny(CodeInvalidPath, fmt.Sprintf("%s: a symbolic link on the way climbs with \"..\" out of a directory that does not exist (or out of a file), so the path names nothing; name the file by its real path", t.Raw), true)
+	}
 	lexRoot, ok := containing(roots, t.Path, true)
 	if !ok {
+		for _, l := range linked {
+			if backend.Within(l.Path, t.Path) {
+				return deny(CodeSymlinkEscape, fmt.Sprintf("%s lies in %s, a configured root that is or passes through a symbolic link; such a root is not used, so nothing in it may be %s; use a path inside %s",
+					t.Raw, l.Path, verbPast(t.Access), listRoots(roots)), true)
+			}
+		}
 		return deny(CodeOutsideRoots, fmt.Sprintf("%s is outside the directories this call may %s; use a path inside %s", t.Raw, verb(t.Access), listRoots(roots)), true)
 	}
 	if n, ok := forbidden(r, t, lexRoot); ok {
@@ -151,6 +193,13 @@ func deny(code, msg string, retryable bool) Outcome {
 func verb(a tool.Access) string {
 	if a == tool.Write {
 		return "write"
+	}
+	return "read"
+}
+
+func verbPast(a tool.Access) string {
+	if a == tool.Write {
+		return "written"
 	}
 	return "read"
 }

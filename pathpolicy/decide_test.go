@@ -30,6 +30,12 @@ func TestNormalize(t *testing.T) {
 		{"nul", "a\x00b", "", true},
 		{"drive", `C:\x`, "", true},
 		{"drive slash", "c:/x", "", true},
+		{"longest component", strings.Repeat("n", 255), "/work/app/" + strings.Repeat("n", 255), false},
+		{"component too long", "a/" + strings.Repeat("n", 256) + "/b", "", true},
+		{"component too long, cleaned away", strings.Repeat("n", 256) + "/../b", "", true},
+		{"path too long", strings.Repeat("a/", 2100), "", true},
+		{"raw too long, short when clean", strings.Repeat("a/../", 1000) + "b", "", true},
+		{"140 KB", strings.Repeat("a/", 70_000), "", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,7 +95,14 @@ func TestDecide(t *testing.T) {
 		{"env behind link", Target{Raw: "c.txt", Path: "/work/app/c.txt", Real: "/work/app/.env", Access: tool.Read, Exists: true, Kind: KindFile, Link: true, ViaLink: true, Links: 1}, CodeForbiddenPath},
 		{"envrc allowed", file(".envrc", "/work/app/.envrc", "/work/app/.envrc", tool.Read), CodeAllowed},
 		{"git hooks", file(".git/hooks/pre-commit", "/work/app/.git/hooks/pre-commit", "/work/app/.git/hooks/pre-commit", tool.Write), CodeForbiddenPath},
-		{"git config allowed", file(".git/config", "/work/app/.git/config", "/work/app/.git/config", tool.Read), CodeAllowed},
+		{"git config", file(".git/config", "/work/app/.git/config", "/work/app/.git/config", tool.Write), CodeForbiddenPath},
+		{"git config read", file(".git/config", "/work/app/.git/config", "/work/app/.git/config", tool.Read), CodeForbiddenPath},
+		{"git config nested repo", file("vendor/x/.git/config", "/work/app/vendor/x/.git/config", "/work/app/vendor/x/.git/config", tool.Write), CodeForbiddenPath},
+		{"git config behind link", Target{Raw: "c", Path: "/work/app/c", Real: "/work/app/.git/config", Access: tool.Read, Exists: true, Kind: KindFile, Link: true, ViaLink: true, Links: 1}, CodeForbiddenPath},
+		{"git modules", file(".git/modules/lib/hooks/post-checkout", "/work/app/.git/modules/lib/hooks/post-checkout", "/work/app/.git/modules/lib/hooks/post-checkout", tool.Write), CodeForbiddenPath},
+		{"git modules config", file(".git/modules/lib/config", "/work/app/.git/modules/lib/config", "/work/app/.git/modules/lib/config", tool.Write), CodeForbiddenPath},
+		{"git head allowed", file(".git/HEAD", "/work/app/.git/HEAD", "/work/app/.git/HEAD", tool.Read), CodeAllowed},
+		{"config elsewhere allowed", file("src/config/app.go", "/work/app/src/config/app.go", "/work/app/src/config/app.go", tool.Write), CodeAllowed},
 		{"hooks elsewhere allowed", file("src/hooks/a.ts", "/work/app/src/hooks/a.ts", "/work/app/src/hooks/a.ts", tool.Read), CodeAllowed},
 		{"pem", file("certs/k.pem", "/work/app/certs/k.pem", "/work/app/certs/k.pem", tool.Read), CodeForbiddenPath},
 		{"ssh", file(".ssh/config", "/work/app/.ssh/config", "/work/app/.ssh/config", tool.Read), CodeForbiddenPath},
@@ -112,6 +125,42 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestDecideLinkedRoot checks that a root marked ViaLink (it is, or passes through, a
+// symbolic link) admits nothing, neither below its lexical path nor below where it leads.
+func TestDecideLinkedRoot(t *testing.T) {
+	t.Parallel()
+	r := Rules{
+		ReadRoots:  []Root{{Path: "/work/app", Real: "/work/app"}, {Path: "/data/ro", Real: "/elsewhere/ro", ViaLink: true}},
+		WriteRoots: []Root{{Path: "/work/app/out", Real: "/elsewhere", ViaLink: true}},
+		DenyNames:  DefaultDenyNames,
+	}
+	tests := []struct {
+		name string
+		t    Target
+		want string
+	}{
+		{"write below the link", Target{Raw: "out/x", Path: "/work/app/out/x", Real: "/elsewhere/x", Access: tool.Write, ViaLink: true}, CodeSymlinkEscape},
+		{"write below the link, not seen", Target{Raw: "out/x", Path: "/work/app/out/x", Real: "/work/app/out/x", Access: tool.Write}, CodeSymlinkEscape},
+		{"write where it leads", Target{Raw: "/elsewhere/x", Path: "/elsewhere/x", Real: "/elsewhere/x", Access: tool.Write}, CodeOutsideRoots},
+		{"read where it leads", Target{Raw: "/elsewhere/ro/x", Path: "/elsewhere/ro/x", Real: "/elsewhere/ro/x", Access: tool.Read}, CodeOutsideRoots},
+		{"read below the read link", Target{Raw: "/data/ro/x", Path: "/data/ro/x", Real: "/elsewhere/ro/x", Access: tool.Read, ViaLink: true}, CodeSymlinkEscape},
+		{"read below a real root", Target{Raw: "a", Path: "/work/app/a", Real: "/work/app/a", Access: tool.Read}, CodeAllowed},
+		{"write below a real read root", Target{Raw: "a", Path: "/work/app/a", Real: "/work/app/a", Access: tool.Write}, CodeOutsideRoots},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			o := Decide(r, tc.t)
+			if o.Code != tc.want || o.Allowed != (tc.want == CodeAllowed) {
+				t.Fatalf("Decide = %+v, want %s", o, tc.want)
+			}
+			if tc.want == CodeSymlinkEscape && !strings.Contains(o.Message, "symbolic link") {
+				t.Errorf("message should say the root is a link: %q", o.Message)
+			}
+		})
+	}
+}
+
 func TestDecideMessageNamesRoots(t *testing.T) {
 	t.Parallel()
 	o := Decide(rules(), Target{Raw: "/etc/passwd", Path: "/etc/passwd", Real: "/etc/passwd", Access: tool.Write})
@@ -127,7 +176,9 @@ func TestMatchName(t *testing.T) {
 		want bool
 	}{
 		{".env", true}, {"a/.env", true}, {`a\.env`, true}, {"a/.env.local", true}, {".envrc", false},
-		{".git/hooks", true}, {"x/.git/hooks/y", true}, {".git/config", false}, {"hooks", false},
+		{".git/hooks", true}, {"x/.git/hooks/y", true}, {"hooks", false},
+		{".git/config", true}, {"x/.git/config", true}, {`.GIT\Config`, true}, {".git/configs", false}, {"config", false},
+		{".git/modules", true}, {".git/modules/m/hooks/post-checkout", true}, {"src/modules", false}, {".git/HEAD", false},
 		{"k.PEM", true}, {"pem", false}, {"id_rsa_backup", true},
 	}
 	for _, tc := range tests {
@@ -171,8 +222,12 @@ func FuzzDecide(f *testing.F) {
 	f.Add("l", "/etc/passwd", true, false, uint8(1))
 	f.Add("x/.env/../a", "", false, false, uint8(2))
 	f.Add("a\x00", "", false, true, uint8(1))
+	f.Add("/work/link/x", "/elsewhere/x", false, true, uint8(1))
+	f.Add("/elsewhere/x", "", false, false, uint8(1))
 	f.Fuzz(func(t *testing.T, raw, linkTo string, link, write bool, links uint8) {
 		r := rules()
+		// A root that is a symbolic link to /elsewhere admits nothing.
+		r.WriteRoots = append(r.WriteRoots, Root{Path: "/work/link", Real: "/elsewhere", ViaLink: true})
 		access := tool.Read
 		if write {
 			access = tool.Write
@@ -206,7 +261,7 @@ func FuzzDecide(f *testing.F) {
 		}
 		in := func(p string) bool {
 			for _, root := range roots {
-				if backend.Within(root.Real, p) {
+				if !root.ViaLink && backend.Within(root.Real, p) {
 					return true
 				}
 			}

@@ -19,7 +19,14 @@
 //
 // Rules chosen where a choice had to be made:
 //
-//   - A path may be read inside read_roots or write_roots, written inside write_roots.
+//   - A path may be read inside read_roots or write_roots, written inside write_roots. A root
+//     must be a real directory: one that is, or passes through, a symbolic link (its resolved
+//     path is not the resolved workspace joined with it, or for an absolute root its own
+//     path) admits nothing, since whoever plants the link would choose what it opens. Roots
+//     are resolved on every call, so a link planted mid-session is seen. A root that does not
+//     exist yet is a root.
+//   - A path longer than [MaxPathBytes], or with a component longer than [MaxNameBytes], is
+//     invalid; so is a link whose target climbs with ".." out of a missing directory.
 //   - A write whose last component is a symbolic link is refused even when the link stays
 //     inside the roots (the model is told the target to write instead); a write to a regular
 //     file with more than one hard link is refused, since its other names may lie anywhere.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -122,11 +123,11 @@ func (p *Policy) Check(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 		return verdict(o, paths), nil
 	}
 
-	// Resolution step: roots, protected files and paths in one command.
-	readRoots := absAll(ws, p.cfg.ReadRoots)
-	writeRoots := absAll(ws, p.cfg.WriteRoots)
-	protected := absAll(ws, p.opts.protected)
-	all := slices.Concat(readRoots, writeRoots, protected)
+	// Resolution step: the workspace, roots, protected files and paths in one command.
+	readRoots, readConf := absAll(ws, p.cfg.ReadRoots)
+	writeRoots, writeConf := absAll(ws, p.cfg.WriteRoots)
+	protected, _ := absAll(ws, p.opts.protected)
+	all := slices.Concat([]string{path.Clean(ws)}, readRoots, writeRoots, protected)
 	for _, t := range targets {
 		all = append(all, t.Path)
 	}
@@ -134,27 +135,28 @@ func (p *Policy) Check(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 	if err != nil {
 		return pipeline.Verdict{}, fmt.Errorf("pathpolicy: %w", err)
 	}
+	wsReal := rs[0].Real
 	rules := Rules{DenyNames: p.cfg.DenyNames}
-	next := 0
-	take := func(ps []string) []Root {
+	next := 1
+	take := func(ps, conf []string) []Root {
 		out := make([]Root, len(ps))
 		for i, q := range ps {
-			out[i] = Root{Path: q, Real: rs[next].Real}
+			out[i] = Root{Path: q, Real: rs[next].Real, ViaLink: !isPlace(wsReal, conf[i], rs[next])}
 			next++
 		}
 		return out
 	}
-	rules.ReadRoots = take(readRoots)
-	rules.WriteRoots = take(writeRoots)
-	for _, r := range take(protected) {
+	rules.ReadRoots = take(readRoots, readConf)
+	rules.WriteRoots = take(writeRoots, writeConf)
+	for _, r := range take(protected, protected) {
 		rules.Protected = append(rules.Protected, r.Path, r.Real)
 	}
 	for i := range targets {
 		r := rs[next]
 		next++
 		t := &targets[i]
-		t.Real, t.Exists, t.Kind, t.Link, t.ViaLink, t.Loop, t.Links, t.Size =
-			r.Real, r.Exists, r.Kind, r.Link, r.ViaLink, r.Loop, r.Links, r.Size
+		t.Real, t.Exists, t.Kind, t.Link, t.ViaLink, t.Loop, t.Unresolvable, t.Links, t.Size =
+			r.Real, r.Exists, r.Kind, r.Link, r.ViaLink, r.Loop, r.DotDot, r.Links, r.Size
 		paths[i].Resolved, paths[i].Exists = t.Real, t.Exists
 	}
 	for i, t := range targets {
@@ -222,13 +224,22 @@ func decodeArgs(raw json.RawMessage) map[string]json.RawMessage {
 	return m
 }
 
-// absAll makes configured paths absolute; Validate has refused the ones Normalize would.
-func absAll(ws string, ps []string) []string {
-	out := make([]string, 0, len(ps))
+// absAll makes configured paths absolute and returns them with the entries they came from;
+// Validate has refused the ones Normalize would.
+func absAll(ws string, ps []string) (abs, conf []string) {
 	for _, p := range ps {
 		if n, err := Normalize(ws, p); err == nil {
-			out = append(out, n)
+			abs, conf = append(abs, n), append(conf, p)
 		}
 	}
-	return out
+	return abs, conf
+}
+
+// isPlace reports whether a configured root resolved to where it lies: the resolved
+// workspace joined with its relative form, or its own cleaned absolute form. A root that is
+// or passes through a symbolic link resolves elsewhere (one that does not exist yet resolves
+// to itself, and nothing can lie under it).
+func isPlace(wsReal, conf string, r resolved) bool {
+	want, err := Normalize(wsReal, conf)
+	return err == nil && !r.Loop && !r.DotDot && r.Real == want
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/local"
 	"github.com/airlock-dev/airlock/pathpolicy"
 	"github.com/airlock-dev/airlock/pipeline"
@@ -139,10 +140,108 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := pol.Config()
-	if c.MaxReadBytes != 5_000_000 || c.MaxWriteBytes != 2_000_000 || pol.DenialBudget() != 20 || len(c.DenyNames) != 6 {
+	if c.MaxReadBytes != 5_000_000 || c.MaxWriteBytes != 2_000_000 || pol.DenialBudget() != 20 || len(c.DenyNames) != 8 {
 		t.Errorf("defaults = %+v", c)
 	}
-	if !pol.Hides("a/.env") || pol.Hides("a/main.go") {
+	if !pol.Hides("a/.env") || !pol.Hides("a/.git/config") || pol.Hides("a/main.go") {
 		t.Error("Hides")
+	}
+}
+
+// linkedWorkspace reports its workspace by a path that passes through a symbolic link, as a
+// workspace mounted or configured through a link does.
+type linkedWorkspace struct {
+	*local.Env
+	ws string
+}
+
+func (l linkedWorkspace) Describe() backend.Description {
+	d := l.Env.Describe()
+	d.Workspace = l.ws
+	return d
+}
+
+// TestCheckRoots covers roots that are or pass through symbolic links, link targets whose
+// ".." follows a missing directory, and paths too long for any kernel.
+func TestCheckRoots(t *testing.T) {
+	t.Parallel()
+	env, ws := world(t)
+	dir := filepath.Dir(ws)
+	for _, d := range []string{"outside/sub", "shared", "victim"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "victim/secret.txt"), []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{
+		"linkroot":     "outside",
+		"shared/evil":  "../victim",
+		"shared/l":     "nonexist/../evil",
+		"ws/evil":      "../outside",
+		"ws/l":         "nonexist/../evil",
+		"ws/deep":      "nonexist/x/../../evil",
+		"wslink":       "ws",
+		"ws/realalias": "real",
+	}
+	for link, target := range links {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rd := func(p string) tool.PathRef { return tool.PathRef{Arg: "path", Path: p, Access: tool.Read} }
+	wr := func(p string) tool.PathRef { return tool.PathRef{Arg: "path", Path: p, Access: tool.Write} }
+	tests := []struct {
+		name        string
+		read, write []string
+		ws          string // the workspace as the environment reports it; default ws
+		ref         tool.PathRef
+		code        string
+		resolved    string
+	}{
+		{"write root is a link out", nil, []string{"out"}, "", wr("out/new.txt"), pathpolicy.CodeSymlinkEscape, ws + "/out/new.txt"},
+		{"read root is a link out", []string{"out"}, []string{"src"}, "", rd("out/s.txt"), pathpolicy.CodeSymlinkEscape, ws + "/out/s.txt"},
+		{"target named by the link's target", nil, []string{"out"}, "", wr(dir + "/outside/new.txt"), pathpolicy.CodeOutsideRoots, dir + "/outside/new.txt"},
+		{"root passes through a link", []string{"out/sub"}, []string{"src"}, "", rd("out/sub/x"), pathpolicy.CodeSymlinkEscape, ws + "/out/sub/x"},
+		{"root is a link inside", nil, []string{"realalias"}, "", wr("realalias/x.txt"), pathpolicy.CodeSymlinkEscape, ws + "/realalias/x.txt"},
+		{"absolute root is a link", nil, []string{dir + "/linkroot"}, "", wr(dir + "/linkroot/n.txt"), pathpolicy.CodeSymlinkEscape, dir + "/linkroot/n.txt"},
+		{"covered by a real root", []string{"."}, []string{"src"}, "", rd("realalias/x.txt"), pathpolicy.CodeAllowed, ws + "/real/x.txt"},
+		{"real root", nil, []string{"real"}, "", wr("real/x.txt"), pathpolicy.CodeAllowed, ws + "/real/x.txt"},
+		{"missing root", nil, []string{"build"}, "", wr("build/x.txt"), pathpolicy.CodeAllowed, ws + "/build/x.txt"},
+		{"absolute real root", nil, []string{dir + "/shared"}, "", wr(dir + "/shared/x.txt"), pathpolicy.CodeAllowed, dir + "/shared/x.txt"},
+		{"workspace through a link", []string{"."}, []string{"src"}, dir + "/wslink", wr("src/a.go"), pathpolicy.CodeAllowed, ws + "/src/a.go"},
+		{"dotdot after missing, outside root", []string{".", dir + "/shared"}, []string{".", dir + "/shared"}, "", rd(dir + "/shared/l/secret.txt"), pathpolicy.CodeInvalidPath, dir + "/shared/l/secret.txt"},
+		{"dotdot after missing, write", []string{"."}, []string{".", dir + "/shared"}, "", wr(dir + "/shared/l/new/x.txt"), pathpolicy.CodeInvalidPath, dir + "/shared/l/new/x.txt"},
+		{"dotdot after missing, workspace", nil, nil, "", rd("l/s.txt"), pathpolicy.CodeInvalidPath, ws + "/l/s.txt"},
+		{"dotdot after two missing", nil, nil, "", rd("deep/s.txt"), pathpolicy.CodeInvalidPath, ws + "/deep/s.txt"},
+		{"very long path", nil, nil, "", rd(strings.Repeat("a/", 70_000) + "x"), pathpolicy.CodeInvalidPath, ""},
+		{"very long component", nil, nil, "", wr(strings.Repeat("n", 256)), pathpolicy.CodeInvalidPath, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pol, err := pathpolicy.New(pathpolicy.Config{ReadRoots: tc.read, WriteRoots: tc.write})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := request(env, "write_file", map[string]any{"content": "x"}, tc.ref)
+			if tc.ws != "" {
+				req.Env = linkedWorkspace{Env: env, ws: tc.ws}
+			}
+			v, err := pol.Check(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Code != tc.code || (v.Decision == pipeline.Allow) != (tc.code == pathpolicy.CodeAllowed) {
+				t.Fatalf("verdict = %+v, want %s", v, tc.code)
+			}
+			if v.Decision == pipeline.Deny && v.Message == "" {
+				t.Error("denial without message")
+			}
+			if tc.resolved != "" && (len(v.Paths) != 1 || v.Paths[0].Resolved != tc.resolved) {
+				t.Errorf("paths = %+v, want resolved %s", v.Paths, tc.resolved)
+			}
+		})
 	}
 }

@@ -18,18 +18,26 @@ const maxHops = 40
 
 // resolveScript resolves each absolute path given as an argument, inside the environment,
 // with POSIX sh and two utilities busybox has (readlink without flags, ls -ldn). For each path
-// it prints eight NUL-terminated fields: status (ok, loop), resolved path, exists (0/1), kind
-// (f, d, o, -), last component is a link (0/1), a link was followed (0/1), hard link count,
-// size. It walks the path one component at a time from the root, so that a link in any
+// it prints eight NUL-terminated fields: status (ok, loop, dotdot), resolved path, exists
+// (0/1), kind (f, d, o, -), last component is a link (0/1), a link was followed (0/1), hard
+// link count, size. It walks the path one component at a time from the root, so that a link in any
 // component is followed, relative targets are taken from the link's directory, and a path
-// that does not exist yet resolves through its deepest existing parent.
+// that does not exist yet resolves through its deepest existing parent. Below a missing
+// component nothing exists, so nothing there can be a link; a ".." there (from a link's
+// target: the path itself is clean) would climb back where links are, and the kernel refuses
+// it, as it refuses ".." after a file, so the walk stops with status dotdot.
 const resolveScript = `set -f
 walk() {
 	todo=${1#/}; r=; hops=0; via=0; missing=0; st=ok
 	while [ -n "$todo" ]; do
 		c=${todo%%/*}
 		case $todo in */*) todo=${todo#*/} ;; *) todo= ;; esac
-		case $c in '' | .) continue ;; ..) r=${r%/*}; continue ;; esac
+		case $c in
+		'' | .) continue ;;
+		..)
+			if [ $missing = 1 ] || [ ! -d "${r:-/}" ]; then st=dotdot; break; fi
+			r=${r%/*}; continue ;;
+		esac
 		if [ $missing = 1 ]; then r=$r/$c; continue; fi
 		p=$r/$c
 		if [ -L "$p" ]; then
@@ -71,6 +79,7 @@ type resolved struct {
 	Link    bool
 	ViaLink bool
 	Loop    bool
+	DotDot  bool
 	Links   int
 	Size    int64
 }
@@ -102,7 +111,7 @@ func parseResolved(out []byte, n int) ([]resolved, error) {
 		f := fields[i*8 : i*8+8]
 		links, err1 := strconv.Atoi(f[6])
 		size, err2 := strconv.ParseInt(f[7], 10, 64)
-		if err1 != nil || err2 != nil || (f[0] != "ok" && f[0] != "loop") {
+		if err1 != nil || err2 != nil || (f[0] != "ok" && f[0] != "loop" && f[0] != "dotdot") {
 			return nil, fmt.Errorf("resolve paths: malformed record %q", f)
 		}
 		k := KindNone
@@ -116,7 +125,7 @@ func parseResolved(out []byte, n int) ([]resolved, error) {
 		}
 		rs[i] = resolved{
 			Real: path.Clean(f[1]), Exists: f[2] == "1", Kind: k, Link: f[4] == "1",
-			ViaLink: f[5] == "1", Loop: f[0] == "loop", Links: links, Size: size,
+			ViaLink: f[5] == "1", Loop: f[0] == "loop", DotDot: f[0] == "dotdot", Links: links, Size: size,
 		}
 	}
 	return rs, nil

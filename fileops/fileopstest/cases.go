@@ -456,3 +456,84 @@ func testSwapAfterCheck(t *testing.T, h *harness) {
 		t.Error("a write through a swapped directory landed outside")
 	}
 }
+
+// testLinkedRoot configures roots that are, or pass through, symbolic links: planted after
+// the policy was made, as a model could with ln -s. Such a root admits nothing, neither
+// beneath its name nor where it leads.
+func testLinkedRoot(t *testing.T, h *harness) {
+	ws := h.scratch + "/ws"
+	h.sh("mkdir ws/real && ln -s real ws/alias && ln -s ../outside ws/out")
+	for _, root := range []string{ws + "/out", h.abs + "/ws/out"} {
+		h.usePolicy([]string{ws}, []string{root})
+		h.wantDenied(write(h, h.ws("out/new.txt"), "x"), pathpolicy.CodeSymlinkEscape)
+		h.wantDenied(write(h, h.ws("out/newdir/new.txt"), "x"), pathpolicy.CodeSymlinkEscape)
+		h.wantDenied(write(h, h.abs+"/outside/new.txt", "x"), pathpolicy.CodeOutsideRoots)
+		h.wantDenied(h.call(fileops.Patch, args{"path": h.abs + "/outside/secret.txt", "old_string": "OUTSIDE", "new_string": "x"}), pathpolicy.CodeOutsideRoots)
+		h.wantDenied(read(h, h.ws("out/secret.txt")), pathpolicy.CodeSymlinkEscape)
+	}
+	// A read root through the link, a write root that is a link inside the workspace.
+	h.usePolicy([]string{ws + "/out/sub"}, []string{ws + "/alias"})
+	h.wantDenied(read(h, h.ws("out/sub/deep.txt")), pathpolicy.CodeSymlinkEscape)
+	h.wantDenied(h.call(fileops.SearchFiles, args{"pattern": "CANARY", "path": h.ws("out/sub")}), pathpolicy.CodeSymlinkEscape)
+	h.wantDenied(read(h, h.abs+"/outside/sub/deep.txt"), pathpolicy.CodeOutsideRoots)
+	h.wantDenied(write(h, h.ws("alias/x.txt"), "x"), pathpolicy.CodeSymlinkEscape)
+	h.wantDenied(write(h, h.ws("real/x.txt"), "x"), pathpolicy.CodeOutsideRoots)
+	// A real root, and one that does not exist yet, are roots.
+	h.usePolicy([]string{ws}, []string{ws + "/real", ws + "/build"})
+	h.wantOK(write(h, h.ws("real/x.txt"), "x"))
+	h.wantOK(write(h, h.ws("build/x.txt"), "x"))
+	if !h.exists("ws/real/x.txt") || !h.exists("ws/build/x.txt") {
+		t.Error("writes under real roots did not land")
+	}
+}
+
+// testDotDotAfterMissing resolves links whose target climbs with ".." out of a directory
+// that does not exist, or out of a file: the kernel refuses such a path, so the policy must
+// not resolve it to the directory beside (here a link out of the root).
+func testDotDotAfterMissing(t *testing.T, h *harness) {
+	h.sh("mkdir shared && ln -s ../outside shared/evil && ln -s nonexist/../evil shared/l && " +
+		"ln -s ../outside ws/evil && ln -s nonexist/../evil ws/l && ln -s a/b/../../evil ws/l2 && " +
+		"echo f > ws/file && ln -s file/../evil ws/f")
+	roots := []string{h.scratch + "/ws", h.abs + "/shared"}
+	h.usePolicy(roots, roots)
+	h.wantDenied(read(h, h.abs+"/shared/l/secret.txt"), pathpolicy.CodeInvalidPath)
+	h.wantDenied(write(h, h.abs+"/shared/l/new/x.txt", "x"), pathpolicy.CodeInvalidPath)
+	h.wantDenied(h.call(fileops.SearchFiles, args{"pattern": "CANARY", "path": h.abs + "/shared/l"}), pathpolicy.CodeInvalidPath)
+	for _, p := range []string{"l/secret.txt", "l2/secret.txt", "f/secret.txt", "l/sub/deep.txt"} {
+		h.wantDenied(read(h, h.ws(p)), pathpolicy.CodeInvalidPath)
+		h.wantDenied(write(h, h.ws(p), "x"), pathpolicy.CodeInvalidPath)
+	}
+	if h.exists("outside/new") || h.exists("ws/nonexist") || h.exists("shared/nonexist") {
+		t.Error("a write through a link created directories")
+	}
+}
+
+// testLongPaths gives paths longer than any kernel takes, which are invalid (and not an
+// error of the policy), and a long but legal one, which works.
+func testLongPaths(t *testing.T, h *harness) {
+	h.wantDenied(read(h, h.ws(strings.Repeat("a/", 70_000)+"x")), pathpolicy.CodeInvalidPath)
+	h.wantDenied(write(h, h.ws(strings.Repeat("a/", 2100)+"x"), "x"), pathpolicy.CodeInvalidPath)
+	h.wantDenied(write(h, h.ws(strings.Repeat("n", 256)), "x"), pathpolicy.CodeInvalidPath)
+	h.wantOK(write(h, h.ws(strings.Repeat("n", 255)), "x\n"))
+	deep := h.ws(strings.Repeat("d/", 1000) + "f.txt")
+	h.wantOK(write(h, deep, "deep\n"))
+	if out := h.wantOK(read(h, deep)); out.Content != "1|deep\n" {
+		t.Errorf("deep read = %q", out.Content)
+	}
+}
+
+// testGitConfig checks that git's config and submodule directory are denied by default:
+// a core.fsmonitor line there runs a command on the next git status.
+func testGitConfig(t *testing.T, h *harness) {
+	h.sh("mkdir -p ws/.git/modules/lib ws/vendor/x/.git && printf '[core]\\n' > ws/.git/config && " +
+		"printf '[core]\\n' > ws/.git/modules/lib/config && ln -s .git/config ws/gitconfig")
+	for _, p := range []string{".git/config", ".GIT/CONFIG", ".git/modules/lib/config", ".git/modules/lib/hooks/post-checkout", "vendor/x/.git/config", "gitconfig"} {
+		h.wantDenied(read(h, h.ws(p)), pathpolicy.CodeForbiddenPath)
+		h.wantDenied(write(h, h.ws(p), "[core]\n\tfsmonitor = touch PWNED\n"), pathpolicy.CodeForbiddenPath)
+	}
+	h.wantDenied(h.call(fileops.Patch, args{"path": h.ws(".git/config"), "old_string": "[core]", "new_string": "[core]\n\tfsmonitor = x"}), pathpolicy.CodeForbiddenPath)
+	if got := h.sh("cat ws/.git/config"); got != "[core]\n" {
+		t.Errorf(".git/config changed: %q", got)
+	}
+	h.wantOK(write(h, h.ws(".git/HEAD"), "ref: refs/heads/main\n"))
+}

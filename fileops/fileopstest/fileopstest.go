@@ -52,6 +52,10 @@ func Run(t *testing.T, newEnv func(t *testing.T) backend.Environment) {
 		{"SearchFlagLikePatterns", testSearchFlags},
 		{"SearchFilesAndHidden", testSearchFiles},
 		{"SwapAfterCheck", testSwapAfterCheck},
+		{"LinkedRoot", testLinkedRoot},
+		{"DotDotAfterMissingDir", testDotDotAfterMissing},
+		{"LongAndDeepPaths", testLongPaths},
+		{"GitConfig", testGitConfig},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -49,21 +49,27 @@ func newHarness(t *testing.T, env backend.Environment) *harness {
 		"cd %s && mkdir -p ws outside/sub ws-copy && printf '%%s\\n' %s > outside/secret.txt && "+
 			"printf '%%s\\n' %s > outside/sub/deep.txt && printf '%%s\\n' %s > ws-copy/x.txt",
 		scratch, h.canary, h.canary, h.canary))
-	pol, err := pathpolicy.New(pathpolicy.Config{
-		ReadRoots: []string{scratch + "/ws"}, WriteRoots: []string{scratch + "/ws"},
-		MaxReadBytes: maxRead, MaxWriteBytes: maxWrite,
-	}, pathpolicy.WithProtectedFiles(scratch+"/ws/.airlock/receipts.jsonl"))
-	if err != nil {
-		t.Fatalf("pathpolicy.New: %v", err)
-	}
-	h.pol = pol
+	h.usePolicy([]string{scratch + "/ws"}, []string{scratch + "/ws"})
 	h.reg = tool.NewRegistry()
-	if err := fileops.Register(h.reg, fileops.OptionsFrom(pol.Config())); err != nil {
+	if err := fileops.Register(h.reg, fileops.OptionsFrom(h.pol.Config())); err != nil {
 		t.Fatalf("fileops.Register: %v", err)
 	}
 	h.before = h.snapshot()
 	t.Cleanup(h.checkOutside)
 	return h
+}
+
+// usePolicy gives the case a policy with these roots (relative to the workspace, or
+// absolute), the suite's limits, the default deny names and the protected ledger.
+func (h *harness) usePolicy(read, write []string) {
+	h.t.Helper()
+	pol, err := pathpolicy.New(pathpolicy.Config{
+		ReadRoots: read, WriteRoots: write, MaxReadBytes: maxRead, MaxWriteBytes: maxWrite,
+	}, pathpolicy.WithProtectedFiles(h.scratch+"/ws/.airlock/receipts.jsonl"))
+	if err != nil {
+		h.t.Fatalf("pathpolicy.New: %v", err)
+	}
+	h.pol = pol
 }
 
 // ws returns a path relative to the workspace that names rel inside the root.
