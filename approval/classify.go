@@ -2,7 +2,9 @@ package approval
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -63,13 +65,12 @@ func Classify(command string) Verdict {
 func (c *Classifier) Classify(command string) Verdict {
 	v := Verdict{Command: command, Reasons: []Reason{}, Parsed: true}
 	w := &walker{
-		rules: c.rules,
-		v:     &v,
-		src:   command,
-		vars:  map[string]string{},
-		funcs: map[string]bool{},
-		cwd:   ".",
-		seen:  map[string]bool{},
+		rules:  c.rules,
+		v:      &v,
+		src:    command,
+		st:     newState(),
+		active: map[string]int{},
+		seen:   map[string]bool{},
 	}
 	if len(command) > maxCommandBytes {
 		v.Parsed = false
@@ -121,15 +122,18 @@ type walker struct {
 	depth int
 	calls int
 	steps int
-	// vars holds variables assigned a literal value earlier in the command, so that
-	// `x=rm; $x -rf /` is judged as rm.
-	vars map[string]string
-	// funcs are functions the command defines; calling one runs a body already walked.
-	funcs map[string]bool
-	// cwd is where a cd in the command moved to, relative to the workspace or absolute.
-	cwd        string
-	cwdDynamic bool
-	seen       map[string]bool
+	// st is what the shell knows at this point: variables assigned a literal value, so
+	// that `x=rm; $x -rf /` is judged as rm, functions, and where a cd moved to.
+	st shellState
+	// active are the functions being walked, each with the spread at its entry: a call to
+	// one of them from a pipeline or a background job inside it multiplies processes.
+	active map[string]int
+	// spread counts the pipelines and background jobs being walked.
+	spread int
+	// splitting is set while words are expanded as arguments, where the shell splits
+	// unquoted values into fields.
+	splitting bool
+	seen      map[string]bool
 }
 
 // add records a reason, once per code and segment.
@@ -170,8 +174,10 @@ func (w *walker) text(n syntax.Node) string {
 	return w.src[s:e]
 }
 
-// code judges a string as shell code, as sh -c, eval and ssh HOST CMD run it.
-func (w *walker) code(src, seg string, in stdin) {
+// code judges a string as shell code, as sh -c, eval and ssh HOST CMD run it. shared is
+// true when the code runs in the calling shell (eval, source), whose state it changes;
+// otherwise it runs in another process.
+func (w *walker) code(src, seg string, in stdin, shared bool) {
 	if w.depth >= maxDepth {
 		w.add(codeTooComplex, seg)
 		return
@@ -184,7 +190,11 @@ func (w *walker) code(src, seg string, in stdin) {
 	saved := w.src
 	w.src = src
 	w.depth++
-	w.stmts(f.Stmts, in)
+	if shared {
+		w.stmts(f.Stmts, in)
+	} else {
+		w.child(func() { w.stmts(f.Stmts, in) })
+	}
 	w.depth--
 	w.src = saved
 }
@@ -202,6 +212,16 @@ func (w *walker) stmt(s *syntax.Stmt, in stdin) {
 	w.steps++
 	if w.steps > maxSteps {
 		w.add(codeTooComplex, w.src)
+		return
+	}
+	if s.Background || s.Coprocess {
+		// A background job runs in a subshell, alongside whatever follows.
+		w.spread++
+		w.isolated(func() {
+			in := w.redirects(s.Redirs, in)
+			w.command(s.Cmd, in)
+		})
+		w.spread--
 		return
 	}
 	in = w.redirects(s.Redirs, in)
@@ -226,15 +246,25 @@ func (w *walker) substs(node syntax.Node) {
 	syntax.Walk(node, func(n syntax.Node) bool {
 		switch x := n.(type) {
 		case *syntax.CmdSubst:
-			w.stmts(x.Stmts, stdin{})
+			w.isolated(func() { w.stmts(x.Stmts, stdin{}) })
 			return false
 		case *syntax.ProcSubst:
 			in := stdin{}
 			if x.Op == syntax.CmdOut {
 				in = stdin{kind: inPipe}
 			}
-			w.stmts(x.Stmts, in)
+			w.isolated(func() { w.stmts(x.Stmts, in) })
 			return false
+		case *syntax.ParamExp:
+			w.paramCode(x)
+		case *syntax.ArithmExp:
+			w.arithCode(x.X)
+		case *syntax.ArithmCmd:
+			w.arithCode(x.X)
+		case *syntax.LetClause:
+			for _, e := range x.Exprs {
+				w.arithCode(e)
+			}
 		}
 		return true
 	})
@@ -246,58 +276,100 @@ func (w *walker) command(cmd syntax.Command, in stdin) {
 	case *syntax.CallExpr:
 		w.call(c, in)
 	case *syntax.BinaryCmd:
-		w.stmt(c.X, in)
-		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
-			w.stmt(c.Y, stdin{kind: inPipe})
-		} else {
-			w.stmt(c.Y, in)
+		switch c.Op {
+		case syntax.Pipe, syntax.PipeAll:
+			// Each part of a pipeline runs in a subshell; with lastpipe the last may not.
+			w.spread++
+			w.isolated(func() { w.stmt(c.X, in) })
+			w.branches(true, func() { w.stmt(c.Y, stdin{kind: inPipe}) })
+			w.spread--
+		default:
+			// a && b && c: each runs only when the ones before it succeeded, so they are
+			// walked in order, but all but the first may not run at all.
+			chain := []*syntax.Stmt{c.Y}
+			first := c.X
+			for {
+				x, ok := first.Cmd.(*syntax.BinaryCmd)
+				if !ok || x.Op != c.Op || first.Negated || first.Background || first.Coprocess || len(first.Redirs) > 0 {
+					break
+				}
+				chain = append(chain, x.Y)
+				first = x.X
+			}
+			slices.Reverse(chain)
+			w.stmt(first, in)
+			w.branches(true, func() { w.stmts(chain, in) })
 		}
 	case *syntax.Subshell:
-		w.stmts(c.Stmts, in)
+		w.isolated(func() { w.stmts(c.Stmts, in) })
 	case *syntax.Block:
 		w.stmts(c.Stmts, in)
 	case *syntax.IfClause:
-		for cl := c; cl != nil; cl = cl.Else {
-			w.stmts(cl.Cond, in)
-			w.stmts(cl.Then, in)
-		}
+		w.ifClause(c, in)
 	case *syntax.WhileClause:
 		w.stmts(c.Cond, in)
-		w.stmts(c.Do, in)
+		// The body may run any number of times: twice is enough for an assignment in one
+		// pass to reach the next (x=/; while …; do rm -rf $x; x=…; done).
+		for range 2 {
+			w.branches(true, func() {
+				w.stmts(c.Do, in)
+				w.stmts(c.Cond, in)
+			})
+		}
 	case *syntax.ForClause:
 		w.forClause(c, in)
 	case *syntax.CaseClause:
 		w.substs(c.Word)
+		fns := make([]func(), 0, len(c.Items))
 		for _, item := range c.Items {
-			for _, p := range item.Patterns {
-				w.substs(p)
-			}
-			w.stmts(item.Stmts, in)
+			fns = append(fns, func() {
+				for _, p := range item.Patterns {
+					w.substs(p)
+				}
+				w.stmts(item.Stmts, in)
+			})
 		}
+		w.branches(true, fns...)
 	case *syntax.FuncDecl:
 		w.funcDecl(c, in)
 	case *syntax.DeclClause:
-		seg := w.text(c)
-		for _, a := range c.Args {
-			w.assign(a, seg)
-		}
+		w.declClause(c)
 	case *syntax.TimeClause:
 		w.stmt(c.Stmt, in)
 	case *syntax.CoprocClause:
-		w.stmt(c.Stmt, in)
+		w.spread++
+		w.isolated(func() { w.stmt(c.Stmt, in) })
+		w.spread--
 	case *syntax.TestDecl:
-		w.stmt(c.Body, in)
+		w.isolated(func() { w.stmt(c.Body, in) })
 	default:
 		// [[ ]], (( )), let: only their substitutions run code.
 		w.substs(cmd)
 	}
 }
 
+// ifClause walks an if: its first condition always runs, each branch may.
+func (w *walker) ifClause(c *syntax.IfClause, in stdin) {
+	if len(c.Cond) == 0 {
+		// The final else.
+		w.stmts(c.Then, in)
+		return
+	}
+	w.stmts(c.Cond, in)
+	fns := []func(){func() { w.stmts(c.Then, in) }}
+	if c.Else != nil {
+		fns = append(fns, func() { w.ifClause(c.Else, in) })
+	}
+	w.branches(c.Else == nil, fns...)
+}
+
 func (w *walker) forClause(c *syntax.ForClause, in stdin) {
 	wi, ok := c.Loop.(*syntax.WordIter)
 	if !ok {
 		w.substs(c.Loop)
-		w.stmts(c.Do, in)
+		for range 2 {
+			w.branches(true, func() { w.stmts(c.Do, in) })
+		}
 		return
 	}
 	for _, item := range wi.Items {
@@ -307,65 +379,86 @@ func (w *walker) forClause(c *syntax.ForClause, in stdin) {
 	items := w.expandWords(wi.Items)
 	literal := len(items) > 0 && len(items) <= maxLoopItems
 	for _, it := range items {
-		literal = literal && !it.dynamic && !it.glob && !it.tilde
+		literal = literal && !it.dynamic && !it.glob
 	}
 	if !literal {
-		delete(w.vars, name)
-		w.stmts(c.Do, in)
+		w.forget(name)
+		for range 2 {
+			w.branches(true, func() {
+				w.forget(name)
+				w.stmts(c.Do, in)
+			})
+		}
+		w.forget(name)
 		return
 	}
 	// Few literal items: judge the body once per value, so `for d in / ; do rm -rf $d; done`
 	// is judged as rm -rf /.
 	for _, it := range items {
-		w.vars[name] = it.text
+		w.setVar(name, varValue{text: it.text, tilde: it.tilde})
 		w.stmts(c.Do, in)
 	}
-	delete(w.vars, name)
+	w.forget(name)
 }
 
-// funcDecl walks a function body (its code runs when the function is called) and looks
-// for the fork bomb shape: a function that calls itself in a pipeline or in the background.
+// funcDecl records a function and walks its body once as it stands, in a copy of the
+// state: a call walks it again with the state of that moment. A call to the function from
+// a pipeline or a background job inside its own body is a fork bomb.
 func (w *walker) funcDecl(c *syntax.FuncDecl, in stdin) {
-	name := ""
-	if c.Name != nil {
-		name = c.Name.Value
-		w.funcs[name] = true
+	if c.Name == nil {
+		w.isolated(func() { w.stmt(c.Body, in) })
+		return
 	}
-	selfCall, spreads := false, false
-	syntax.Walk(c.Body, func(n syntax.Node) bool {
-		switch x := n.(type) {
-		case *syntax.CallExpr:
-			if len(x.Args) > 0 && name != "" && unescapeLit(x.Args[0].Lit()) == name {
-				selfCall = true
-			}
-		case *syntax.BinaryCmd:
-			if x.Op == syntax.Pipe || x.Op == syntax.PipeAll {
-				spreads = true
-			}
-		case *syntax.Stmt:
-			if x.Background {
-				spreads = true
-			}
+	def := &funcDef{body: c.Body, src: w.src}
+	w.st.funcs[c.Name.Value] = def
+	w.isolated(func() { w.callFunc(c.Name.Value, def, in, w.text(c)) })
+}
+
+// callFunc walks a function's body for a call.
+func (w *walker) callFunc(name string, def *funcDef, in stdin, seg string) {
+	if entry, ok := w.active[name]; ok {
+		if w.spread > entry {
+			w.add(codeForkBomb, seg)
 		}
-		return true
-	})
-	if selfCall && spreads {
-		w.add(codeForkBomb, w.text(c))
+		return
 	}
-	w.stmt(c.Body, in)
+	if w.depth >= maxDepth {
+		w.add(codeTooComplex, seg)
+		return
+	}
+	w.active[name] = w.spread
+	saved := w.src
+	prev, hadPrev := w.st.vars["FUNCNAME"]
+	w.src = def.src
+	w.depth++
+	w.setVar("FUNCNAME", varValue{text: name})
+	w.stmt(def.body, in)
+	w.depth--
+	w.src = saved
+	if hadPrev {
+		w.setVar("FUNCNAME", prev)
+	} else {
+		w.forget("FUNCNAME")
+	}
+	delete(w.active, name)
 }
 
 // assign records a variable's value when it is literal and flags variables that change
 // which code runs.
 func (w *walker) assign(a *syntax.Assign, seg string) {
-	if a == nil || a.Name == nil {
-		if a != nil {
+	if a == nil {
+		return
+	}
+	if a.Name == nil {
+		// export "NAME=VALUE": the word says what is assigned.
+		if a.Value != nil {
 			w.substs(a.Value)
+			w.assignText(w.resolve(a.Value), seg)
 		}
 		return
 	}
 	name := a.Name.Value
-	if w.rules.hijackEnv[name] {
+	if w.rules.hijacks(name) {
 		w.add(codeEnvHijack, seg)
 	}
 	switch {
@@ -373,13 +466,66 @@ func (w *walker) assign(a *syntax.Assign, seg string) {
 		w.substs(a.Value)
 		v := w.resolve(a.Value)
 		if v.dynamic || a.Append || a.Index != nil {
-			delete(w.vars, name)
+			w.forget(name)
 		} else {
-			w.vars[name] = v.text
+			w.setVar(name, varValue{text: v.text, tilde: v.tilde})
 		}
 	case a.Array != nil:
 		w.substs(a.Array)
-		delete(w.vars, name)
+		w.forget(name)
+	}
+}
+
+// assignText follows an assignment written as one word, as declare and export take it:
+// "NAME=VALUE" (quoted, so the parser does not see an assignment) or a flag.
+func (w *walker) assignText(v arg, seg string) {
+	w.subscriptCode(v, seg)
+	name, val, ok := strings.Cut(v.text, "=")
+	if !ok {
+		return
+	}
+	name = strings.TrimSuffix(name, "+")
+	base, _, indexed := strings.Cut(name, "[")
+	if strings.Contains(base, dynamicMark) {
+		// export "$name=…": any variable, PATH included.
+		w.add(codeEnvHijack, seg)
+		w.st.vars = map[string]varValue{}
+		return
+	}
+	if w.rules.hijacks(base) {
+		w.add(codeEnvHijack, seg)
+	}
+	if v.dynamic || indexed || strings.HasSuffix(name, "+") {
+		w.forget(base)
+		return
+	}
+	w.setVar(base, varValue{text: val})
+}
+
+// declClause follows declare, export, local, readonly, typeset and nameref.
+func (w *walker) declClause(c *syntax.DeclClause) {
+	seg := w.text(c)
+	nameref := c.Variant != nil && c.Variant.Value == "nameref"
+	for _, a := range c.Args {
+		if a == nil {
+			continue
+		}
+		if a.Name == nil && a.Value != nil {
+			w.substs(a.Value)
+			v := w.resolve(a.Value)
+			if !v.dynamic && len(v.text) > 1 && (v.text[0] == '-' || v.text[0] == '+') {
+				nameref = nameref || (v.text[0] == '-' && strings.Contains(v.text, "n"))
+				continue
+			}
+			w.assignText(v, seg)
+			continue
+		}
+		w.assign(a, seg)
+	}
+	if nameref {
+		// declare -n x=y: assigning x now assigns y.
+		w.st.noVars = true
+		w.st.vars = map[string]varValue{}
 	}
 }
 
@@ -405,6 +551,9 @@ func (w *walker) redirects(redirs []*syntax.Redirect, in stdin) stdin {
 				continue
 			}
 			w.pathEffect(a, pathsRead, false, seg)
+			if w.namesAirlockState(a.text) {
+				w.add(codeAirlockState, seg)
+			}
 			if info := w.classifyPath(a); info.class == pathSocket {
 				w.add(codeRawSocket, seg)
 			}
@@ -436,6 +585,9 @@ func (w *walker) redirectWrite(word *syntax.Word, seg string) {
 	if a.procSubst {
 		return
 	}
+	if w.namesAirlockState(a.text) {
+		w.add(codeAirlockState, seg)
+	}
 	info := w.classifyPath(a)
 	switch info.class {
 	case pathHarmless:
@@ -461,16 +613,50 @@ func isNumber(s string) bool {
 // call judges one simple command.
 func (w *walker) call(c *syntax.CallExpr, in stdin) {
 	seg := w.text(c)
-	for _, a := range c.Assigns {
-		w.assign(a, seg)
-	}
 	for _, word := range c.Args {
 		w.substs(word)
 	}
 	if len(c.Args) == 0 {
+		for _, a := range c.Assigns {
+			w.assign(a, seg)
+		}
 		return
 	}
+	// The words are expanded before the assignments in front of them take effect, and
+	// those only hold for the command (x=foo true leaves x as it was).
 	args := w.expandWords(c.Args)
+	type prior struct {
+		v  varValue
+		ok bool
+	}
+	var priors map[string]prior
+	if len(c.Assigns) > 0 {
+		priors = map[string]prior{}
+		for _, a := range c.Assigns {
+			if a.Name != nil {
+				v, ok := w.st.vars[a.Name.Value]
+				priors[a.Name.Value] = prior{v, ok}
+			}
+			w.assign(a, seg)
+		}
+	}
+	w.callArgs(args, in, seg)
+	if len(priors) > 0 {
+		name := args[0].text
+		_, isFunc := w.st.funcs[name]
+		for k, p := range priors {
+			if p.ok && !specialBuiltins[name] && !isFunc {
+				w.setVar(k, p.v)
+			} else {
+				// A special built-in keeps them in POSIX mode; a function sees them.
+				w.forget(k)
+			}
+		}
+	}
+}
+
+// callArgs runs an expanded simple command: a function the command defined, or a program.
+func (w *walker) callArgs(args []arg, in stdin, seg string) {
 	for _, a := range args {
 		if a.ifs {
 			// rm${IFS}-rf${IFS}/ is rm -rf / once the shell splits it.
@@ -478,15 +664,32 @@ func (w *walker) call(c *syntax.CallExpr, in stdin) {
 			for i, a := range args {
 				parts[i] = a.text
 			}
-			w.code(strings.ReplaceAll(strings.Join(parts, " "), dynamicMark, "$x"), seg, in)
+			w.code(strings.ReplaceAll(strings.Join(parts, " "), dynamicMark, "$x"), seg, in, true)
 			return
 		}
+	}
+	name := args[0]
+	if def := w.st.funcs[name.text]; def != nil && !name.dynamic && !strings.Contains(name.text, "/") {
+		w.calls++
+		if w.calls > maxCalls {
+			w.add(codeTooComplex, w.src)
+			return
+		}
+		before := maps.Clone(w.st.vars)
+		w.callFunc(name.text, def, in, seg)
+		// local restores what the function changed; without it the change stays.
+		for k, v := range w.st.vars {
+			if bv, ok := before[k]; !ok || bv != v {
+				w.forget(k)
+			}
+		}
+		return
 	}
 	w.run(args, in, seg)
 }
 
 // run judges an argument vector: a program and its arguments. Wrappers (sudo, xargs, env…)
-// come back here with the command they run.
+// come back here with the command they run; they never run a shell function.
 func (w *walker) run(args []arg, in stdin, seg string) {
 	if len(args) == 0 {
 		return
@@ -502,9 +705,7 @@ func (w *walker) run(args []arg, in stdin, seg string) {
 		w.metadataScan(args, seg)
 		return
 	}
-	if w.funcs[name.text] {
-		return
-	}
+	w.stateEffects(path.Base(name.text), args[1:], seg)
 	p, ok := w.lookup(name, seg)
 	if !ok {
 		w.metadataScan(args, seg)
@@ -564,14 +765,21 @@ func (w *walker) metadataScan(args []arg, seg string) {
 type scanned struct {
 	args     []arg
 	flags    []string
-	flagAt   []int       // index in args of each flag
-	values   [][2]string // flag, value
+	flagAt   []int // index in args of each flag
+	values   []flagValue
 	valueArg map[int]bool
 	operands []arg
 	// afterDashDash are the arguments after a "--".
 	afterDashDash []arg
 	dashDash      bool
 	execs         [][]arg // find -exec … ;
+}
+
+// flagValue is a flag and the value given to it: the next argument, or attached (-ofile,
+// --output=file).
+type flagValue struct {
+	flag string
+	val  arg
 }
 
 // scan splits args the way getopt would. For a wrapper, options end at the first operand:
@@ -610,11 +818,13 @@ func (w *walker) scan(p *program, args []arg, wrapper bool) scanned {
 			s.flags = append(s.flags, t)
 			s.flagAt = append(s.flagAt, i)
 			if takesValue(p, t) && i+1 < len(args) {
-				s.values = append(s.values, [2]string{t, args[i+1].text})
+				s.values = append(s.values, flagValue{longName(p, t), args[i+1]})
 				s.valueArg[i+1] = true
 				i++
-			} else if name, v, ok := strings.Cut(t, "="); ok && strings.HasPrefix(t, "--") {
-				s.values = append(s.values, [2]string{name, v})
+			} else if name, v, ok := strings.Cut(t, "="); ok && (strings.HasPrefix(t, "--") || p.valueFlags[name]) {
+				s.values = append(s.values, flagValue{longName(p, name), attached(v)})
+			} else if k, v, ok := attachedShort(p, t); ok {
+				s.values = append(s.values, flagValue{k, attached(v)})
 			}
 			continue
 		}
@@ -638,13 +848,63 @@ func isFlag(t string) bool {
 	return len(t) > 1 && t[0] == '-'
 }
 
+// attached makes an argument of a value written inside a flag. A ~ in it is taken to be
+// the home directory: some shells and programs expand it.
+func attached(v string) arg {
+	return arg{text: v, tilde: strings.HasPrefix(v, "~")}
+}
+
+// attachedShort splits -ofile into -o and file when -o takes a value.
+func attachedShort(p *program, t string) (string, string, bool) {
+	if strings.HasPrefix(t, "--") || len(p.valueFlags) == 0 {
+		return "", "", false
+	}
+	for i := 1; i < len(t)-1; i++ {
+		if k := "-" + t[i:i+1]; p.valueFlags[k] {
+			return k, t[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
+// longName expands an abbreviated long flag (--out for --output) to the value flag it
+// stands for, as getopt_long does.
+func longName(p *program, t string) string {
+	if !strings.HasPrefix(t, "--") || p.valueFlags[t] {
+		return t
+	}
+	if ks := prefixKeys(t, func(k string) bool { return p.valueFlags[k] }, p.valueFlags); len(ks) == 1 {
+		return ks[0]
+	}
+	return t
+}
+
+// minAbbrev is the shortest abbreviation of a long flag that is matched (--del for
+// --delete); getopt_long takes any unambiguous prefix.
+const minAbbrev = 2
+
+// prefixKeys returns the long flags in m that t abbreviates.
+func prefixKeys[V any](t string, has func(string) bool, m map[string]V) []string {
+	if len(t) < 2+minAbbrev {
+		return nil
+	}
+	var out []string
+	for k := range m {
+		if strings.HasPrefix(k, "--") && strings.HasPrefix(k, t) && has(k) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // takesValue reports whether a flag consumes the next argument.
 func takesValue(p *program, t string) bool {
 	if len(p.valueFlags) == 0 {
 		return false
 	}
 	if strings.HasPrefix(t, "--") {
-		return !strings.Contains(t, "=") && p.valueFlags[t]
+		return !strings.Contains(t, "=") && p.valueFlags[longName(p, t)]
 	}
 	if p.valueFlags[t] {
 		return true
@@ -657,34 +917,49 @@ func takesValue(p *program, t string) bool {
 	return false
 }
 
-// flagKeys returns the rule keys a flag argument stands for: --force=x is --force, -rf is
-// -r and -f, and a key that matches exactly (find's -delete) wins.
-func flagKeys(t string, has func(string) bool) []string {
-	if has(t) {
+// flagKeys returns the rule keys in m a flag argument stands for: --force=x is --force,
+// -rf is -r and -f, and a key that matches exactly (find's -delete) wins. With abbrev, a
+// long flag also stands for the keys it abbreviates (--recur for --recursive); flags that
+// make a call safer are never matched that way.
+func flagKeys[V any](t string, m map[string]V, abbrev bool) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	if _, ok := m[t]; ok {
 		return []string{t}
 	}
 	if strings.HasPrefix(t, "--") {
-		if name, _, ok := strings.Cut(t, "="); ok && has(name) {
+		name, _, _ := strings.Cut(t, "=")
+		if _, ok := m[name]; ok {
 			return []string{name}
 		}
+		if abbrev {
+			return prefixKeys(name, func(string) bool { return true }, m)
+		}
 		return nil
+	}
+	if name, _, ok := strings.Cut(t, "="); ok {
+		// Go-style -flag=value.
+		if _, ok := m[name]; ok {
+			return []string{name}
+		}
 	}
 	var out []string
 	for i := 1; i < len(t); i++ {
 		k := "-" + t[i:i+1]
-		if has(k) {
+		if _, ok := m[k]; ok {
 			out = append(out, k)
 		}
 	}
 	return out
 }
 
-func hasAny(flags []string, m map[string]bool) bool {
+func hasAny(flags []string, m map[string]bool, abbrev bool) bool {
 	if len(m) == 0 {
 		return false
 	}
 	for _, f := range flags {
-		if len(flagKeys(f, func(k string) bool { return m[k] })) > 0 {
+		if len(flagKeys(f, m, abbrev)) > 0 {
 			return true
 		}
 	}
@@ -724,7 +999,7 @@ func (w *walker) descend(p *program, args []arg, seg string) (*program, []arg, s
 
 func (w *walker) flagReasons(p *program, flags []string, seg string) {
 	for _, f := range flags {
-		for _, k := range flagKeys(f, func(k string) bool { _, ok := p.flags[k]; return ok }) {
+		for _, k := range flagKeys(f, p.flags, true) {
 			w.add(p.flags[k], seg)
 		}
 	}
@@ -741,25 +1016,29 @@ func (w *walker) program(p *program, args []arg, in stdin, seg string) {
 	}
 	// A wrapper's options end at its first operand, except when its command follows "--".
 	s := w.scan(p, args, p.wrapper != "" && p.wrapper != wrapDashDash)
-	if hasAny(s.flags, p.queryFlags) {
+	if hasAny(s.flags, p.queryFlags, false) && !hasAny(s.flags, p.codeFlags, true) {
+		// Only prints information; ruby -v -e CODE still runs CODE.
 		return
 	}
 	w.add(reason, seg)
 	w.flagReasons(p, s.flags, seg)
+	w.valueReasons(p, s, seg)
 	w.operandReasons(p, args, s, seg)
+	w.airlockScan(args, seg)
 	if risk := w.rules.reasons[reason].risk; risk >= RiskNetwork || p.language != "" || p.wrapper != "" {
 		w.metadataScan(args, seg)
 	}
+	w.valuePaths(p, s, seg)
 	switch {
 	case p.wrapper != "":
 		w.wrapper(p, s, in, seg)
 	case p.language != "":
 		w.codeRunner(p, s, in, seg)
 	default:
-		w.operandPaths(p, s, seg)
+		w.operandPaths(p, s, s.operands, seg)
 	}
 	for _, inner := range s.execs {
-		w.findExec(inner, s.operands, in, seg)
+		w.findExec(inner, s.operands, w.filtered(p, s), in, seg)
 	}
 	if p.changesDir {
 		w.changeDir(s.operands)
@@ -798,7 +1077,7 @@ func (w *walker) wrapper(p *program, s scanned, in stdin, seg string) {
 	// env NAME=VALUE cmd, sudo NAME=VALUE cmd
 	for len(inner) > 0 && !inner[0].dynamic && isAssignment(inner[0].text) {
 		name, _, _ := strings.Cut(inner[0].text, "=")
-		if w.rules.hijackEnv[name] {
+		if w.rules.hijacks(name) {
 			w.add(codeEnvHijack, seg)
 		}
 		inner = inner[1:]
@@ -813,6 +1092,22 @@ func (w *walker) wrapper(p *program, s scanned, in stdin, seg string) {
 	if p.extraArgs {
 		inner = append(inner[:len(inner):len(inner)], arg{text: dynamicMark, dynamic: true})
 	}
+	for _, v := range s.values {
+		if p.chdirFlags[v.flag] {
+			// env -C DIR CMD: CMD runs in DIR.
+			dir := v.val
+			w.isolated(func() {
+				w.changeDir([]arg{dir})
+				w.runWrapped(p, inner, in, seg)
+			})
+			return
+		}
+	}
+	w.runWrapped(p, inner, in, seg)
+}
+
+// runWrapped judges the command a wrapper runs, after the wrapper's own arguments.
+func (w *walker) runWrapped(p *program, inner []arg, in stdin, seg string) {
 	if p.wrapper == wrapShell {
 		parts := make([]string, len(inner))
 		for i, a := range inner {
@@ -822,7 +1117,7 @@ func (w *walker) wrapper(p *program, s scanned, in stdin, seg string) {
 			}
 			parts[i] = a.text
 		}
-		w.code(strings.Join(parts, " "), seg, in)
+		w.code(strings.Join(parts, " "), seg, in, p.sameShell)
 		return
 	}
 	w.run(inner, in, seg)
@@ -847,9 +1142,9 @@ func (w *walker) codeFlag(p *program, s scanned, in stdin, seg string) bool {
 	if len(p.codeFlags) == 0 {
 		return false
 	}
-	has := func(k string) bool { return p.codeFlags[k] }
+	found := false
 	for fi, f := range s.flags {
-		keys := flagKeys(f, has)
+		keys := flagKeys(f, p.codeFlags, true)
 		if len(keys) == 0 {
 			continue
 		}
@@ -860,36 +1155,58 @@ func (w *walker) codeFlag(p *program, s scanned, in stdin, seg string) bool {
 			if _, v, ok := strings.Cut(f, "="); ok {
 				code = &arg{text: v}
 			}
-		} else if k := keys[0]; len(keys) == 1 && !strings.HasSuffix(f, k[1:]) && p.language != "shell" {
-			i := strings.Index(f[1:], k[1:]) + 1 + len(k) - 1
-			code = &arg{text: f[i:]}
+		} else if !(p.language == "shell" && p.stdinCode) {
+			// As getopt reads -xeCODE: the first option that takes a value takes the rest.
+			// A shell's -c takes none (-cx is -c -x); env -S'CODE' and flock -cCODE do.
+			for i := 1; i < len(f); i++ {
+				k := "-" + f[i:i+1]
+				if p.codeFlags[k] {
+					if i+1 < len(f) {
+						code = &arg{text: f[i+1:]}
+					}
+					break
+				}
+				if p.valueFlags[k] {
+					break
+				}
+			}
 		}
 		if next := s.flagAt[fi] + 1; code == nil && next < len(s.args) {
 			code = &s.args[next]
 		}
-		if code == nil {
-			return true
+		found = true
+		if code != nil {
+			w.judgeCode(p.language, *code, in, seg, p.sameShell)
 		}
-		w.judgeCode(p.language, *code, in, seg)
-		return true
 	}
-	return false
+	return found
 }
 
 // judgeCode judges code handed to an interpreter. Shell code is parsed and walked; other
 // languages are matched against their patterns.
-func (w *walker) judgeCode(lang string, code arg, in stdin, seg string) {
+func (w *walker) judgeCode(lang string, code arg, in stdin, seg string, shared bool) {
 	if code.dynamic {
 		w.add(codeDynamicCommand, seg)
 		return
 	}
 	if lang == "shell" || lang == "" {
-		w.code(code.text, seg, in)
+		w.code(code.text, seg, in, shared)
 		return
 	}
 	l := w.rules.languages[lang]
 	w.add(l.Reason, seg)
-	norm := strings.Join(strings.Fields(strings.ToLower(code.text)), " ")
+	switch l.Scanner {
+	case scannerSed:
+		w.sedScript(code.text, seg)
+	case scannerAwk:
+		w.awkProgram(code.text, seg)
+	}
+	sep := " "
+	if l.StripSpaces {
+		// system ("…") is system("…") to awk.
+		sep = ""
+	}
+	norm := strings.Join(strings.Fields(strings.ToLower(code.text)), sep)
 	pats := make([]string, 0, len(l.Patterns))
 	for pat := range l.Patterns {
 		pats = append(pats, pat)
@@ -905,28 +1222,29 @@ func (w *walker) judgeCode(lang string, code arg, in stdin, seg string) {
 // codeRunner judges a shell or interpreter: code from a flag, from an operand, from a
 // script file, or from standard input.
 func (w *walker) codeRunner(p *program, s scanned, in stdin, seg string) {
-	if w.codeFlag(p, s, in, seg) {
-		return
-	}
+	hadFlag := w.codeFlag(p, s, in, seg)
 	ops := s.operands
 	if p.codeOperand {
-		if hasAny(s.flags, p.skipUnless) {
+		switch {
+		case hadFlag:
+		case hasAny(s.flags, p.skipUnless, false):
 			w.add(codeRunsScript, seg)
-		} else if len(ops) > 0 {
+		case len(ops) > 0:
 			if ops[0].text != "-" {
-				w.judgeCode(p.language, ops[0], in, seg)
+				w.judgeCode(p.language, ops[0], in, seg, p.sameShell)
 			}
 			ops = ops[1:]
 		}
-		for _, a := range ops {
-			w.pathEffect(a, p.paths, false, seg)
-		}
+		w.operandPaths(p, s, ops, seg)
+		return
+	}
+	if hadFlag {
 		return
 	}
 	if p.assignCode {
 		for _, a := range ops {
 			if _, v, ok := strings.Cut(a.text, "="); ok && !a.dynamic {
-				w.judgeCode(p.language, arg{text: v}, stdin{}, seg)
+				w.judgeCode(p.language, arg{text: v}, stdin{}, seg, false)
 			} else if a.dynamic {
 				w.add(codeDynamicCommand, seg)
 			}
@@ -936,7 +1254,7 @@ func (w *walker) codeRunner(p *program, s scanned, in stdin, seg string) {
 	if !p.stdinCode {
 		return
 	}
-	fromStdin := hasAny(s.flags, p.stdinFlags)
+	fromStdin := hasAny(s.flags, p.stdinFlags, true)
 	if !fromStdin && len(ops) > 0 && ops[0].text != "-" && ops[0].text != "/dev/stdin" {
 		if ops[0].procSubst {
 			w.add(codePipeToShell, seg)
@@ -953,7 +1271,7 @@ func (w *walker) codeRunner(p *program, s scanned, in stdin, seg string) {
 			w.add(codePipeToShell, seg)
 			return
 		}
-		w.judgeCode(p.language, arg{text: in.text}, stdin{}, seg)
+		w.judgeCode(p.language, arg{text: in.text}, stdin{}, seg, p.sameShell)
 	case inFile:
 		w.add(codeRunsScript, seg)
 	default:
@@ -962,19 +1280,18 @@ func (w *walker) codeRunner(p *program, s scanned, in stdin, seg string) {
 }
 
 // operandPaths applies the rule's path mode to the operands.
-func (w *walker) operandPaths(p *program, s scanned, seg string) {
+func (w *walker) operandPaths(p *program, s scanned, ops []arg, seg string) {
 	mode := p.paths
 	for _, f := range s.flags {
-		for _, k := range flagKeys(f, func(k string) bool { _, ok := p.pathFlags[k]; return ok }) {
+		for _, k := range flagKeys(f, p.pathFlags, true) {
 			mode = p.pathFlags[k]
 		}
 	}
-	recursive := hasAny(s.flags, p.recursive) && !hasAny(s.flags, p.filters)
-	ops := s.operands
+	recursive := hasAny(s.flags, p.recursive, true) && !w.filtered(p, s)
 	if p.expression && len(ops) == 0 {
 		ops = []arg{{text: "."}}
 	}
-	if p.skip > 0 && !hasAny(s.flags, p.skipUnless) {
+	if p.skip > 0 && !hasAny(s.flags, p.skipUnless, false) {
 		ops = ops[min(p.skip, len(ops)):]
 	}
 	for _, a := range ops {
@@ -991,21 +1308,40 @@ func (w *walker) operandPaths(p *program, s scanned, seg string) {
 			continue
 		}
 		switch mode {
-		case pathsDest:
+		case pathsDest, pathsIO, pathsDestDelete, pathsLink:
 			continue
 		default:
 			w.pathEffect(a, mode, recursive, seg)
 		}
 	}
-	if mode == pathsDest && len(ops) > 0 {
-		for _, a := range ops[:len(ops)-1] {
-			w.pathEffect(a, pathsRead, false, seg)
+	if len(ops) > 0 {
+		last := ops[len(ops)-1]
+		switch mode {
+		case pathsDest, pathsDestDelete, pathsLink:
+			for _, a := range ops[:len(ops)-1] {
+				if mode == pathsLink {
+					w.linkTarget(a, seg)
+				} else {
+					w.pathEffect(a, pathsRead, false, seg)
+				}
+			}
+			if mode == pathsDestDelete {
+				// rsync --delete empty/ dir empties dir.
+				w.pathEffect(last, pathsDelete, true, seg)
+			} else {
+				w.pathEffect(last, pathsWrite, false, seg)
+			}
+		case pathsIO:
+			// uniq IN OUT, xxd IN OUT: the second operand is written.
+			w.pathEffect(ops[0], pathsRead, false, seg)
+			if len(ops) > 1 {
+				w.pathEffect(ops[1], pathsWrite, false, seg)
+			}
 		}
-		w.pathEffect(ops[len(ops)-1], pathsWrite, false, seg)
 	}
 	for _, v := range s.values {
-		if p.mountFlags[v[0]] {
-			w.mount(v[1], seg)
+		if p.mountFlags[v.flag] {
+			w.mount(v.val.text, seg)
 		}
 	}
 	if p.uploads {
@@ -1013,9 +1349,97 @@ func (w *walker) operandPaths(p *program, s scanned, seg string) {
 			w.upload(a, seg)
 		}
 		for _, v := range s.values {
-			w.upload(arg{text: v[1]}, seg)
+			w.upload(v.val, seg)
 		}
 	}
+}
+
+// valuePaths judges the paths given as flag values (cp -t DIR, sort -o FILE, tar -C DIR).
+func (w *walker) valuePaths(p *program, s scanned, seg string) {
+	if len(p.valuePaths) == 0 {
+		return
+	}
+	for _, v := range s.values {
+		if mode, ok := p.valuePaths[v.flag]; ok {
+			w.pathEffect(v.val, mode, false, seg)
+		}
+	}
+}
+
+// valueReasons applies the rule's flag-value globs (ssh -o ProxyCommand=…), lower-cased.
+func (w *walker) valueReasons(p *program, s scanned, seg string) {
+	if len(p.valueReasons) == 0 {
+		return
+	}
+	for _, v := range s.values {
+		t := strings.ToLower(v.val.text)
+		for _, vr := range p.valueReasons {
+			if vr[0] == v.flag && globMatch(vr[1], t) {
+				w.add(vr[2], seg)
+			}
+		}
+	}
+}
+
+// filtered reports whether a recursive action is narrowed to some files (find -name
+// '*.pyc'). A filter that matches everything (-name '*') narrows nothing.
+func (w *walker) filtered(p *program, s scanned) bool {
+	if !hasAny(s.flags, p.filters, false) {
+		return false
+	}
+	narrowing := map[string]bool{}
+	for _, v := range s.values {
+		if p.filters[v.flag] && !v.val.dynamic {
+			narrowing[v.flag] = strings.Trim(v.val.text, "*") != "" && v.val.text != ".*"
+		}
+	}
+	for _, f := range s.flags {
+		if !p.filters[f] {
+			continue
+		}
+		if n, ok := narrowing[f]; !ok || n {
+			return true
+		}
+	}
+	return false
+}
+
+// linkTarget judges the target of a symbolic link: a link to /, the home directory, a
+// system path or a secret lets a later workspace write or delete reach it.
+func (w *walker) linkTarget(a arg, seg string) {
+	info := w.classifyPath(a)
+	switch {
+	case info.secret, info.class == pathRoot, info.class == pathSystemDir,
+		info.class == pathSystem, info.class == pathDevice:
+		w.add(codeSymlinkOutside, seg)
+	case info.class == pathDynamic:
+		w.add(codeDynamicPath, seg)
+	}
+}
+
+// airlockScan flags a command that names Airlock's own state: its ledger, sessions or
+// configuration are not the model's to change.
+func (w *walker) airlockScan(args []arg, seg string) {
+	for _, a := range args {
+		if w.namesAirlockState(a.text) {
+			w.add(codeAirlockState, seg)
+			return
+		}
+	}
+}
+
+func (w *walker) namesAirlockState(t string) bool {
+	if _, v, ok := strings.Cut(t, "="); ok && strings.HasPrefix(t, "-") {
+		t = v
+	}
+	for _, c := range strings.Split(t, "/") {
+		for _, name := range w.rules.paths.AirlockState {
+			if c == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // mount judges the host side of a container volume (-v /:/host, --mount src=/,…).
@@ -1055,7 +1479,10 @@ func (w *walker) upload(a arg, seg string) {
 
 // findExec judges the command of find -exec, once per root with {} standing for it, so
 // that find / -exec rm -rf {} + is judged as rm -rf /.
-func (w *walker) findExec(inner []arg, roots []arg, in stdin, seg string) {
+//
+// When the expression narrows the files (-name __pycache__), {} is never the root itself
+// but something below it.
+func (w *walker) findExec(inner []arg, roots []arg, filtered bool, in stdin, seg string) {
 	if len(inner) == 0 {
 		return
 	}
@@ -1066,6 +1493,10 @@ func (w *walker) findExec(inner []arg, roots []arg, in stdin, seg string) {
 		roots = roots[:maxFindRoots]
 	}
 	for _, root := range roots {
+		if filtered {
+			root.text = strings.TrimSuffix(root.text, "/") + "/{}"
+			root.glob = false
+		}
 		cmd := make([]arg, len(inner))
 		for i, a := range inner {
 			switch {
@@ -1086,12 +1517,12 @@ func (w *walker) findExec(inner []arg, roots []arg, in stdin, seg string) {
 // changeDir follows cd, so later relative paths are judged where they point.
 func (w *walker) changeDir(ops []arg) {
 	if len(ops) == 0 {
-		w.cwd, w.cwdDynamic = "~", false
+		w.st.cwds, w.st.cwdDynamic = []string{"~"}, false
 		return
 	}
 	a := ops[0]
-	if a.dynamic || a.text == "-" {
-		w.cwdDynamic = true
+	if a.dynamic || a.glob || a.text == "-" {
+		w.st.cwdDynamic = true
 		return
 	}
 	t := a.text
@@ -1099,8 +1530,10 @@ func (w *walker) changeDir(ops []arg) {
 		t = "./" + t
 	}
 	if strings.HasPrefix(t, "/") || strings.HasPrefix(t, "~") {
-		w.cwd = cleanAbs(t)
-	} else {
-		w.cwd = path.Join(w.cwd, t)
+		w.st.cwds, w.st.cwdDynamic = []string{cleanAbs(t)}, false
+		return
+	}
+	for i, c := range w.st.cwds {
+		w.st.cwds[i] = joinPath(c, t)
 	}
 }

@@ -27,22 +27,30 @@ const (
 type pathInfo struct {
 	class  pathClass
 	secret bool
-	clean  string
+	// envFile is a .env file: secret to read, not to write.
+	envFile bool
+	// vcsConfig is a repository's configuration or hooks, which git runs.
+	vcsConfig bool
+	clean     string
 }
 
 // classifyPath judges a path operand. Relative paths are resolved against the directory a
-// preceding cd moved to, so `cd / && rm -rf *` is judged at /.
+// preceding cd moved to, so `cd / && rm -rf *` is judged at /; when a cd may or may not
+// have run, against each directory the shell may be in, keeping the worst.
 func (w *walker) classifyPath(a arg) pathInfo {
-	if a.dynamic {
-		return pathInfo{class: pathDynamic}
-	}
 	text := a.text
-	if text == "" {
+	if text == "" && !a.dynamic {
 		return pathInfo{class: pathWorkspace, clean: "."}
 	}
 	if strings.HasPrefix(text, "~") && !a.tilde {
 		text = "./" + text
 	}
+	if a.dynamic {
+		// What is known of the path may still name a secret: /home/$USER/.ssh/id_rsa.
+		pattern := strings.ReplaceAll(text, dynamicMark, "*")
+		return pathInfo{class: pathDynamic, secret: w.maySecret(pattern)}
+	}
+	pattern := text
 	if a.glob {
 		// A pattern can match anything in the directory it starts in.
 		if i := strings.IndexAny(text, "*?["); i >= 0 {
@@ -54,36 +62,95 @@ func (w *walker) classifyPath(a arg) pathInfo {
 			}
 		}
 	}
+	var worst pathInfo
+	for i, cwd := range w.cwdsFor(text) {
+		info := w.classifyAt(cwd, text)
+		if a.glob && !info.secret {
+			info.secret = w.maySecretAt(cwd, pattern)
+		}
+		if i == 0 || info.rank() > worst.rank() {
+			worst = info
+		}
+	}
+	return worst
+}
+
+// cwdsFor returns the directories a path is resolved against: none matter for an absolute
+// path; nil when the directory is unknown.
+func (w *walker) cwdsFor(text string) []string {
+	if strings.HasPrefix(text, "/") || strings.HasPrefix(text, "~") {
+		return []string{"."}
+	}
+	if w.st.cwdDynamic {
+		return []string{dynamicMark}
+	}
+	return w.st.cwds
+}
+
+// rank orders judgements from harmless to worst, for a path that may be in several places.
+var classRank = [...]int{
+	pathHarmless: 0, pathWorkspace: 1, pathWorkspaceRoot: 2, pathScratch: 3, pathOutside: 4,
+	pathSystem: 5, pathSystemDir: 6, pathDynamic: 7, pathRoot: 8, pathDevice: 9, pathSocket: 9,
+}
+
+func (p pathInfo) rank() int {
+	r := classRank[p.class] * 2
+	if p.secret || p.envFile {
+		r++
+	}
+	return r
+}
+
+// classifyAt judges a path with its glob cut off, relative to cwd.
+func (w *walker) classifyAt(cwd, text string) pathInfo {
+	if cwd == dynamicMark {
+		return pathInfo{class: pathDynamic}
+	}
 	abs := strings.HasPrefix(text, "/") || strings.HasPrefix(text, "~")
 	if !abs {
-		if w.cwdDynamic {
-			return pathInfo{class: pathDynamic}
-		}
-		text = path.Join(w.cwd, text)
+		text = joinPath(cwd, text)
 		// Only the directory cd moved to can make a relative path absolute: a quoted "~"
 		// stays a file named ~.
-		abs = strings.HasPrefix(w.cwd, "/") || strings.HasPrefix(w.cwd, "~")
+		abs = strings.HasPrefix(cwd, "/") || strings.HasPrefix(cwd, "~")
 	}
 	if !abs {
 		c := path.Clean(text)
 		switch {
+		case strings.Trim(c, "./") == "" && strings.Count(c, "..") >= 3:
+			// ../../.. from a workspace in /home/user/src is /.
+			return pathInfo{class: pathRoot, clean: c}
 		case c == "..", strings.HasPrefix(c, "../"):
 			return pathInfo{class: pathOutside, clean: c}
 		case c == ".":
 			return pathInfo{class: pathWorkspaceRoot, clean: c}
 		}
-		return pathInfo{class: pathWorkspace, clean: c}
+		return pathInfo{class: pathWorkspace, clean: c, envFile: w.envFile(c), vcsConfig: w.vcsConfig(c)}
+	}
+	if rest, ok := procCwd(text); ok {
+		// /proc/PID/cwd is wherever that process is.
+		return pathInfo{class: pathDynamic, secret: w.maySecret("*/" + rest)}
 	}
 	c := cleanAbs(text)
-	info := pathInfo{class: pathOutside, clean: c}
 	p := &w.rules.paths
-	info.secret = underAny(c, p.Secrets)
+	// /proc/PID/root and /proc/PID/cwd lead back into the file system.
+	if rest, ok := procAlias(c); ok {
+		c = rest
+	}
+	info := pathInfo{class: pathOutside, clean: c}
+	// Another user's home is judged as the home: /home/bob/.ssh is ~/.ssh.
+	home := homeAlias(c)
+	inHome := home != c
+	info.secret = (underAny(c, p.Secrets) || inHome && underAny(home, p.Secrets)) &&
+		!matchAny(c, p.NotSecrets) && !(inHome && matchAny(home, p.NotSecrets))
+	info.envFile = w.envFile(c)
+	info.vcsConfig = w.vcsConfig(c)
 	switch {
 	case matchAny(c, p.Harmless):
 		info.class = pathHarmless
 	case matchAny(c, p.Sockets):
 		info.class = pathSocket
-	case matchAny(c, p.Devices):
+	case matchAny(c, p.Devices), strings.HasPrefix(c, "/dev/") && !underAny(c, []string{"/dev/shm", "/dev/mqueue"}):
+		// Anything under /dev that is not known to be harmless is taken for a device.
 		info.class = pathDevice
 	case matchAny(c, p.Roots):
 		info.class = pathRoot
@@ -93,16 +160,202 @@ func (w *walker) classifyPath(a arg) pathInfo {
 		info.class = pathOutside
 	case underAny(c, p.Scratch):
 		info.class = pathScratch
-	case matchAny(c, p.System):
+	case matchAny(c, p.System), inHome && matchAny(home, p.System):
 		info.class = pathSystemDir
-	case underAny(c, p.System):
+	case underAny(c, p.System), inHome && underAny(home, p.System):
 		info.class = pathSystem
 	}
 	return info
 }
 
+// joinPath joins a relative path to a directory, keeping a ~ directory's meaning: ~/.. is
+// /home.
+func joinPath(dir, rel string) string {
+	if strings.HasPrefix(dir, "~") {
+		return cleanAbs(dir + "/" + rel)
+	}
+	return path.Join(dir, rel)
+}
+
+// procAlias maps /proc/PID/root/… and /proc/PID/cwd/… to the path they reach.
+func procAlias(c string) (string, bool) {
+	rest, ok := strings.CutPrefix(c, "/proc/")
+	if !ok {
+		return "", false
+	}
+	_, rest, _ = strings.Cut(rest, "/")
+	for _, link := range []string{"root", "cwd"} {
+		if rest == link {
+			return "/", true
+		}
+		if r, ok := strings.CutPrefix(rest, link+"/"); ok {
+			return path.Clean("/" + r), true
+		}
+	}
+	return "", false
+}
+
+// homeAlias maps a path in a user's home (/home/bob/x, /Users/bob/x) to its ~ form.
+func homeAlias(c string) string {
+	for _, pre := range []string{"/home/", "/Users/"} {
+		if rest, ok := strings.CutPrefix(c, pre); ok {
+			if _, tail, ok := strings.Cut(rest, "/"); ok {
+				return "~/" + tail
+			}
+			return "~"
+		}
+	}
+	return c
+}
+
+// envFile reports whether a path names a file of secrets wherever it is: .env and .env.*
+// files (not .env.example and the like, which are meant to be shared). Reading one is
+// credential access; writing one in the workspace is an ordinary write.
+func (w *walker) envFile(c string) bool {
+	base := path.Base(c)
+	for _, pat := range w.rules.paths.SecretNames {
+		if ok, _ := path.Match(pat, base); ok {
+			for _, not := range w.rules.paths.NotSecretNames {
+				if ok, _ := path.Match(not, base); ok {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// maySecret reports whether a path with unknown parts (a glob, a $var shown as *) may
+// name a secret.
+func (w *walker) maySecret(pattern string) bool {
+	if strings.HasPrefix(pattern, "/") || strings.HasPrefix(pattern, "~") || strings.HasPrefix(pattern, "*") {
+		return w.maySecretAt(".", pattern)
+	}
+	if w.st.cwdDynamic {
+		return w.maySecretAt(".", "*/"+pattern)
+	}
+	for _, cwd := range w.st.cwds {
+		if w.maySecretAt(cwd, pattern) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *walker) maySecretAt(cwd, pattern string) bool {
+	if !strings.HasPrefix(pattern, "/") && !strings.HasPrefix(pattern, "~") && !strings.HasPrefix(pattern, "*") {
+		if !strings.HasPrefix(cwd, "/") && !strings.HasPrefix(cwd, "~") {
+			// In the workspace only a secret file's name can match.
+			return w.globSecretName(pattern)
+		}
+		pattern = cwd + "/" + pattern
+	}
+	pc := patternComps(pattern)
+	anchored := !strings.HasPrefix(pattern, "*")
+	for _, ec := range w.rules.secretComps {
+		if compsMayMatch(pc, ec, anchored) {
+			return true
+		}
+	}
+	return w.globSecretName(pattern)
+}
+
+// globSecretName reports whether a pattern's last part may be a secret file's name.
+func (w *walker) globSecretName(pattern string) bool {
+	base := path.Base(pattern)
+	if base == "*" {
+		// Any file at all: too broad to call a read of secrets.
+		return false
+	}
+	for _, pat := range w.rules.paths.SecretNames {
+		if ok, _ := path.Match(base, strings.TrimSuffix(pat, "*")); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// homeMark stands for the user's name in a home directory.
+const homeMark = "\x02"
+
+// patternComps splits a path pattern into components, from / (a ~ is /home/USER).
+func patternComps(p string) []string {
+	if rest, ok := strings.CutPrefix(p, "~"); ok {
+		if rest != "" && rest[0] != '/' {
+			// ~bob/x
+			_, rest, _ = strings.Cut(rest, "/")
+			rest = "/" + rest
+		}
+		p = "/home/" + homeMark + rest
+	}
+	if rest, ok := procAlias(path.Clean(p)); ok {
+		p = rest
+	}
+	var out []string
+	for _, c := range strings.Split(p, "/") {
+		if c != "" && c != "." {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// secretComps gives the components of a secrets entry, one list per place a ~ may be.
+func secretComps(e string) [][]string {
+	if rest, ok := strings.CutPrefix(e, "~"); ok {
+		return [][]string{patternComps("/home/" + homeMark + rest), patternComps("/Users/" + homeMark + rest), patternComps("/root" + rest)}
+	}
+	return [][]string{patternComps(e)}
+}
+
+// compsMayMatch reports whether a path pattern may name the secret entry or something
+// below it. An unanchored pattern (one that starts with an unknown part) may match the
+// entry at any depth, as long as a known part of it matches.
+func compsMayMatch(pc, ec []string, anchored bool) bool {
+	try := func(off int) bool {
+		known := anchored
+		for i, e := range ec {
+			if off+i >= len(pc) {
+				// The pattern stops above the entry: a directory holding it, read whole only
+				// by a recursive reader; not judged a secret.
+				return false
+			}
+			p := pc[off+i]
+			switch {
+			case p == "*" || p == "**":
+			case compMatch(p, e):
+				known = known || !strings.ContainsAny(p, "*?[")
+			default:
+				return false
+			}
+		}
+		return known
+	}
+	if anchored {
+		return try(0)
+	}
+	for off := 0; off < len(pc); off++ {
+		if try(off) {
+			return true
+		}
+	}
+	return false
+}
+
+func compMatch(p, e string) bool {
+	if p == e {
+		return true
+	}
+	if ok, _ := path.Match(p, e); ok {
+		return true
+	}
+	ok, _ := path.Match(e, p)
+	return ok
+}
+
 // cleanAbs cleans an absolute or home-relative path, keeping the ~ form so that rules can
-// name ~/.ssh. ~user is taken to be /home/user.
+// name ~/.ssh. ~user is taken to be /home/user, and ~/.. is /home.
 func cleanAbs(p string) string {
 	if !strings.HasPrefix(p, "~") {
 		return path.Clean(p)
@@ -112,11 +365,12 @@ func cleanAbs(p string) string {
 		user, tail, _ := strings.Cut(rest, "/")
 		return path.Clean("/home/" + user + "/" + tail)
 	}
-	c := path.Clean("/" + rest)
-	if c == "/" {
-		return "~"
+	c := path.Clean("~" + rest)
+	if c == "~" || strings.HasPrefix(c, "~/") {
+		return c
 	}
-	return "~" + c
+	// The path climbed out of the home directory.
+	return path.Clean("/home/" + c)
 }
 
 // matchAny reports whether p is one of the entries, each a path or a glob.
@@ -166,7 +420,7 @@ func (w *walker) pathEffect(a arg, mode string, recursive bool, seg string) {
 	info := w.classifyPath(a)
 	switch mode {
 	case pathsRead:
-		if info.secret {
+		if info.secret || info.envFile {
 			w.add(codeCredentialAccess, seg)
 		}
 	case pathsWrite:
@@ -179,7 +433,21 @@ func (w *walker) pathEffect(a arg, mode string, recursive bool, seg string) {
 	}
 }
 
+// vcsConfig reports whether a path is a repository's configuration or hooks, at any depth
+// (.git/config, sub/.git/hooks/pre-commit).
+func (w *walker) vcsConfig(c string) bool {
+	for _, e := range w.rules.paths.VCSConfig {
+		if c == e || strings.HasSuffix(c, "/"+e) || strings.HasPrefix(c, e+"/") || strings.Contains(c, "/"+e+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 func (w *walker) writeEffect(info pathInfo, recursive bool, seg string) {
+	if info.vcsConfig {
+		w.add(codeVCSConfigWrite, seg)
+	}
 	switch info.class {
 	case pathDynamic:
 		w.add(codeDynamicPath, seg)
@@ -204,6 +472,9 @@ func (w *walker) writeEffect(info pathInfo, recursive bool, seg string) {
 }
 
 func (w *walker) deleteEffect(info pathInfo, recursive bool, seg string) {
+	if info.vcsConfig {
+		w.add(codeVCSConfigWrite, seg)
+	}
 	switch info.class {
 	case pathDynamic:
 		w.add(codeDynamicPath, seg)
@@ -233,4 +504,17 @@ func (w *walker) deleteEffect(info pathInfo, recursive bool, seg string) {
 	if info.secret && info.class != pathDynamic {
 		w.add(codeDeleteOutside, seg)
 	}
+}
+
+// procCwd splits /proc/PID/cwd/REST before .. in REST is cleaned away.
+func procCwd(text string) (string, bool) {
+	rest, ok := strings.CutPrefix(text, "/proc/")
+	if !ok {
+		return "", false
+	}
+	_, rest, _ = strings.Cut(rest, "/")
+	if rest == "cwd" {
+		return "", true
+	}
+	return strings.CutPrefix(rest, "cwd/")
 }

@@ -50,32 +50,36 @@ type ReasonRule struct {
 // ProgramRule describes how one program (or one subcommand of it) is judged. The field
 // comments in rules.toml explain each key with examples.
 type ProgramRule struct {
-	Reason      string                 `toml:"reason" json:"reason,omitempty"`
-	Flags       map[string]string      `toml:"flags" json:"flags,omitempty"`
-	ValueFlags  []string               `toml:"value_flags" json:"value_flags,omitempty"`
-	QueryFlags  []string               `toml:"query_flags" json:"query_flags,omitempty"`
-	Operands    map[string]string      `toml:"operands" json:"operands,omitempty"`
-	Paths       string                 `toml:"paths" json:"paths,omitempty"`
-	PathFlags   map[string]string      `toml:"path_flags" json:"path_flags,omitempty"`
-	Recursive   []string               `toml:"recursive" json:"recursive,omitempty"`
-	Skip        int                    `toml:"skip" json:"skip,omitempty"`
-	SkipUnless  []string               `toml:"skip_unless" json:"skip_unless,omitempty"`
-	Keyed       map[string]string      `toml:"keyed" json:"keyed,omitempty"`
-	Subcommands map[string]ProgramRule `toml:"subcommands" json:"subcommands,omitempty"`
-	Wrapper     string                 `toml:"wrapper" json:"wrapper,omitempty"`
-	ExtraArgs   bool                   `toml:"extra_args" json:"extra_args,omitempty"`
-	CodeFlags   []string               `toml:"code_flags" json:"code_flags,omitempty"`
-	CodeOperand bool                   `toml:"code_operand" json:"code_operand,omitempty"`
-	AssignCode  bool                   `toml:"assign_code" json:"assign_code,omitempty"`
-	Language    string                 `toml:"language" json:"language,omitempty"`
-	StdinCode   bool                   `toml:"stdin_code" json:"stdin_code,omitempty"`
-	StdinFlags  []string               `toml:"stdin_flags" json:"stdin_flags,omitempty"`
-	Expression  bool                   `toml:"expression" json:"expression,omitempty"`
-	ExecFlags   []string               `toml:"exec_flags" json:"exec_flags,omitempty"`
-	Filters     []string               `toml:"filters" json:"filters,omitempty"`
-	MountFlags  []string               `toml:"mount_flags" json:"mount_flags,omitempty"`
-	Uploads     bool                   `toml:"uploads" json:"uploads,omitempty"`
-	ChangesDir  bool                   `toml:"changes_dir" json:"changes_dir,omitempty"`
+	Reason       string                 `toml:"reason" json:"reason,omitempty"`
+	Flags        map[string]string      `toml:"flags" json:"flags,omitempty"`
+	ValueFlags   []string               `toml:"value_flags" json:"value_flags,omitempty"`
+	QueryFlags   []string               `toml:"query_flags" json:"query_flags,omitempty"`
+	Operands     map[string]string      `toml:"operands" json:"operands,omitempty"`
+	Paths        string                 `toml:"paths" json:"paths,omitempty"`
+	PathFlags    map[string]string      `toml:"path_flags" json:"path_flags,omitempty"`
+	Recursive    []string               `toml:"recursive" json:"recursive,omitempty"`
+	Skip         int                    `toml:"skip" json:"skip,omitempty"`
+	SkipUnless   []string               `toml:"skip_unless" json:"skip_unless,omitempty"`
+	Keyed        map[string]string      `toml:"keyed" json:"keyed,omitempty"`
+	Subcommands  map[string]ProgramRule `toml:"subcommands" json:"subcommands,omitempty"`
+	Wrapper      string                 `toml:"wrapper" json:"wrapper,omitempty"`
+	ExtraArgs    bool                   `toml:"extra_args" json:"extra_args,omitempty"`
+	CodeFlags    []string               `toml:"code_flags" json:"code_flags,omitempty"`
+	CodeOperand  bool                   `toml:"code_operand" json:"code_operand,omitempty"`
+	AssignCode   bool                   `toml:"assign_code" json:"assign_code,omitempty"`
+	Language     string                 `toml:"language" json:"language,omitempty"`
+	StdinCode    bool                   `toml:"stdin_code" json:"stdin_code,omitempty"`
+	StdinFlags   []string               `toml:"stdin_flags" json:"stdin_flags,omitempty"`
+	Expression   bool                   `toml:"expression" json:"expression,omitempty"`
+	ExecFlags    []string               `toml:"exec_flags" json:"exec_flags,omitempty"`
+	Filters      []string               `toml:"filters" json:"filters,omitempty"`
+	MountFlags   []string               `toml:"mount_flags" json:"mount_flags,omitempty"`
+	Uploads      bool                   `toml:"uploads" json:"uploads,omitempty"`
+	ChangesDir   bool                   `toml:"changes_dir" json:"changes_dir,omitempty"`
+	SameShell    bool                   `toml:"same_shell" json:"same_shell,omitempty"`
+	ChdirFlags   []string               `toml:"chdir_flags" json:"chdir_flags,omitempty"`
+	ValuePaths   map[string]string      `toml:"value_paths" json:"value_paths,omitempty"`
+	ValueReasons map[string]string      `toml:"value_reasons" json:"value_reasons,omitempty"`
 }
 
 // PathRules lists sensitive paths. Entries may start with ~ (the home directory) and may be
@@ -90,13 +94,36 @@ type PathRules struct {
 	Sockets       []string `toml:"sockets" json:"sockets,omitempty"`
 	BinDirs       []string `toml:"bin_dirs" json:"bin_dirs,omitempty"`
 	MetadataHosts []string `toml:"metadata_hosts" json:"metadata_hosts,omitempty"`
+	// SecretNames are file names (globs) that hold secrets wherever they are (.env);
+	// NotSecretNames are the exceptions (.env.example).
+	SecretNames    []string `toml:"secret_names" json:"secret_names,omitempty"`
+	NotSecretNames []string `toml:"not_secret_names" json:"not_secret_names,omitempty"`
+	// NotSecrets are paths under a secret entry that are meant to be shared: public keys.
+	NotSecrets []string `toml:"not_secrets" json:"not_secrets,omitempty"`
+	// AirlockState are names of Airlock's own files and directories (.airlock, its
+	// configuration): a command naming one gives airlock_state.
+	AirlockState []string `toml:"airlock_state" json:"airlock_state,omitempty"`
+	// VCSConfig are a repository's files that git runs code from (.git/config,
+	// .git/hooks): writing one is vcs_config_write, at any depth.
+	VCSConfig []string `toml:"vcs_config" json:"vcs_config,omitempty"`
 }
 
 // LanguageRule lists case-insensitive substrings of code that carry a reason.
 type LanguageRule struct {
 	Reason   string            `toml:"reason" json:"reason,omitempty"`
 	Patterns map[string]string `toml:"patterns" json:"patterns,omitempty"`
+	// StripSpaces removes all whitespace before matching, for languages that ignore it.
+	StripSpaces bool `toml:"strip_spaces" json:"strip_spaces,omitempty"`
+	// Scanner names a parser in Go that reads the code for what patterns cannot see:
+	// "sed" (e, w, r commands) or "awk" (print > file, print | cmd).
+	Scanner string `toml:"scanner" json:"scanner,omitempty"`
 }
+
+// Scanners for [LanguageRule.Scanner].
+const (
+	scannerSed = "sed"
+	scannerAwk = "awk"
+)
 
 // Path modes: what a program does to its path operands.
 const (
@@ -106,6 +133,12 @@ const (
 	pathsDelete = "delete"
 	pathsDest   = "dest" // the last operand is written, the others read (cp, ln)
 	pathsMove   = "move" // every operand is removed from where it was (mv)
+	// pathsIO: the first operand is read, the second written (uniq IN OUT, xxd IN OUT).
+	pathsIO = "io"
+	// pathsDestDelete: as dest, but the last operand is emptied (rsync --delete).
+	pathsDestDelete = "dest_delete"
+	// pathsLink: the last operand is written, the others are link targets (ln -s).
+	pathsLink = "link"
 )
 
 // Wrapper kinds: how a program runs the command in its operands.
@@ -123,7 +156,8 @@ var codesUsedByGo = []string{
 	codeRecursiveDeleteWorkspace, codeDeleteOutside, codeWriteOutside, codeSystemFileWrite,
 	codeDeviceWrite, codeCredentialAccess, codeMetadataAccess, codeForkBomb, codeRedirectWrite,
 	codeEnvHijack, codeTooComplex, codeExfiltration, codeHostMount, codeInteractive,
-	codeRecursiveModifySystem, codeRawSocket,
+	codeRecursiveModifySystem, codeRawSocket, codeSymlinkOutside, codeAirlockState, codeVCSConfigWrite,
+	codeWritesFiles,
 }
 
 const (
@@ -152,6 +186,10 @@ const (
 	codeInteractive              = "interactive_shell"
 	codeRecursiveModifySystem    = "recursive_modify_system"
 	codeRawSocket                = "raw_network_socket"
+	codeSymlinkOutside           = "symlink_outside_workspace"
+	codeAirlockState             = "airlock_state"
+	codeVCSConfigWrite           = "vcs_config_write"
+	codeWritesFiles              = "writes_files"
 )
 
 // DefaultRules returns the embedded rules, decoded. The result is a fresh copy.
@@ -230,6 +268,11 @@ func (rc *RulesConfig) merge(extra RulesConfig) {
 	rc.Paths.Sockets = append(rc.Paths.Sockets, extra.Paths.Sockets...)
 	rc.Paths.BinDirs = append(rc.Paths.BinDirs, extra.Paths.BinDirs...)
 	rc.Paths.MetadataHosts = append(rc.Paths.MetadataHosts, extra.Paths.MetadataHosts...)
+	rc.Paths.SecretNames = append(rc.Paths.SecretNames, extra.Paths.SecretNames...)
+	rc.Paths.NotSecretNames = append(rc.Paths.NotSecretNames, extra.Paths.NotSecretNames...)
+	rc.Paths.AirlockState = append(rc.Paths.AirlockState, extra.Paths.AirlockState...)
+	rc.Paths.VCSConfig = append(rc.Paths.VCSConfig, extra.Paths.VCSConfig...)
+	rc.Paths.NotSecrets = append(rc.Paths.NotSecrets, extra.Paths.NotSecrets...)
 	if rc.Languages == nil {
 		rc.Languages = map[string]LanguageRule{}
 	}
@@ -246,43 +289,49 @@ type reasonInfo struct {
 
 // program is a compiled [ProgramRule]: sets instead of lists, and the reason resolved.
 type program struct {
-	reason      string
-	flags       map[string]string
-	valueFlags  map[string]bool
-	queryFlags  map[string]bool
-	operands    [][2]string // glob, reason; sorted for stable output
-	paths       string
-	pathFlags   map[string]string
-	recursive   map[string]bool
-	skip        int
-	skipUnless  map[string]bool
-	keyed       map[string]string
-	subs        map[string]*program
-	wrapper     string
-	extraArgs   bool
-	codeFlags   map[string]bool
-	codeOperand bool
-	assignCode  bool
-	language    string
-	stdinCode   bool
-	stdinFlags  map[string]bool
-	expression  bool
-	execFlags   map[string]bool
-	filters     map[string]bool
-	mountFlags  map[string]bool
-	uploads     bool
-	changesDir  bool
+	reason       string
+	flags        map[string]string
+	valueFlags   map[string]bool
+	queryFlags   map[string]bool
+	operands     [][2]string // glob, reason; sorted for stable output
+	paths        string
+	pathFlags    map[string]string
+	recursive    map[string]bool
+	skip         int
+	skipUnless   map[string]bool
+	keyed        map[string]string
+	subs         map[string]*program
+	wrapper      string
+	extraArgs    bool
+	codeFlags    map[string]bool
+	codeOperand  bool
+	assignCode   bool
+	language     string
+	stdinCode    bool
+	stdinFlags   map[string]bool
+	expression   bool
+	execFlags    map[string]bool
+	filters      map[string]bool
+	mountFlags   map[string]bool
+	uploads      bool
+	changesDir   bool
+	sameShell    bool
+	chdirFlags   map[string]bool
+	valuePaths   map[string]string
+	valueReasons [][3]string // flag, glob, reason; sorted for stable output
 }
 
 // ruleSet is the compiled form of a [RulesConfig].
 type ruleSet struct {
 	infoFlags map[string]bool
-	hijackEnv map[string]bool
+	hijackEnv []string
 	reasons   map[string]reasonInfo
 	programs  map[string]*program
 	paths     PathRules
 	binDirs   map[string]bool
 	languages map[string]LanguageRule
+	// secretComps are the secret entries split into components, for matching patterns.
+	secretComps [][]string
 }
 
 func set(list []string) map[string]bool {
@@ -293,7 +342,7 @@ func set(list []string) map[string]bool {
 	return m
 }
 
-var pathModes = map[string]bool{pathsNone: true, pathsRead: true, pathsWrite: true, pathsDelete: true, pathsDest: true, pathsMove: true}
+var pathModes = map[string]bool{pathsNone: true, pathsRead: true, pathsWrite: true, pathsDelete: true, pathsDest: true, pathsMove: true, pathsIO: true, pathsDestDelete: true, pathsLink: true}
 var wrapperKinds = map[string]bool{"": true, wrapArgv: true, wrapShell: true, wrapDashDash: true}
 
 // compile checks rc and builds the lookup tables. Every reason code a rule names must be
@@ -301,7 +350,7 @@ var wrapperKinds = map[string]bool{"": true, wrapArgv: true, wrapShell: true, wr
 func compile(rc RulesConfig) (*ruleSet, error) {
 	rs := &ruleSet{
 		infoFlags: set(rc.InfoFlags),
-		hijackEnv: set(rc.HijackEnv),
+		hijackEnv: rc.HijackEnv,
 		reasons:   map[string]reasonInfo{},
 		programs:  map[string]*program{},
 		paths:     rc.Paths,
@@ -310,6 +359,9 @@ func compile(rc RulesConfig) (*ruleSet, error) {
 	}
 	for _, d := range rc.Paths.BinDirs {
 		rs.binDirs[path.Clean(d)] = true
+	}
+	for _, e := range rc.Paths.Secrets {
+		rs.secretComps = append(rs.secretComps, secretComps(e)...)
 	}
 	codes := make([]string, 0, len(rc.Reasons))
 	for code := range rc.Reasons {
@@ -339,6 +391,9 @@ func compile(rc RulesConfig) (*ruleSet, error) {
 	for lang, l := range rc.Languages {
 		if err := rs.checkReason(l.Reason, "languages."+lang+".reason"); err != nil {
 			return nil, err
+		}
+		if l.Scanner != "" && l.Scanner != scannerSed && l.Scanner != scannerAwk {
+			return nil, fmt.Errorf("rules: languages.%s.scanner: unknown scanner %q", lang, l.Scanner)
 		}
 		for pat, code := range l.Patterns {
 			if err := rs.checkReason(code, fmt.Sprintf("languages.%s.patterns[%q]", lang, pat)); err != nil {
@@ -415,6 +470,27 @@ func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error
 		mountFlags:  set(pr.MountFlags),
 		uploads:     pr.Uploads,
 		changesDir:  pr.ChangesDir,
+		sameShell:   pr.SameShell,
+		chdirFlags:  set(pr.ChdirFlags),
+		valuePaths:  pr.ValuePaths,
+	}
+	for key, code := range pr.ValueReasons {
+		flag, glob, ok := strings.Cut(key, " ")
+		if !ok {
+			return nil, fmt.Errorf("rules: %s.value_reasons[%q]: want \"FLAG GLOB\"", field, key)
+		}
+		if err := rs.checkReason(code, fmt.Sprintf("%s.value_reasons[%q]", field, key)); err != nil {
+			return nil, err
+		}
+		p.valueReasons = append(p.valueReasons, [3]string{flag, glob, code})
+	}
+	sort.Slice(p.valueReasons, func(i, j int) bool {
+		return p.valueReasons[i][0]+p.valueReasons[i][1] < p.valueReasons[j][0]+p.valueReasons[j][1]
+	})
+	for flag, mode := range pr.ValuePaths {
+		if !pathModes[mode] {
+			return nil, fmt.Errorf("rules: %s.value_paths[%q]: unknown mode %q", field, flag, mode)
+		}
 	}
 	for flag, code := range pr.Flags {
 		if err := rs.checkReason(code, fmt.Sprintf("%s.flags[%q]", field, flag)); err != nil {
@@ -475,4 +551,18 @@ func normaliseName(name string) []string {
 		add(trimmed[:i])
 	}
 	return out
+}
+
+// hijacks reports whether assigning the environment variable name changes which code
+// runs. Entries may be globs (GIT_CONFIG_*).
+func (rs *ruleSet) hijacks(name string) bool {
+	for _, e := range rs.hijackEnv {
+		if e == name {
+			return true
+		}
+		if ok, _ := path.Match(e, name); ok {
+			return true
+		}
+	}
+	return false
 }

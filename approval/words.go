@@ -27,7 +27,13 @@ type arg struct {
 	ifs bool
 	// quoted is true when any part of the word was quoted.
 	quoted bool
+	// split is true when an unquoted variable's value holds spaces: the shell splits the
+	// word into several, at splitMark in text.
+	split bool
 }
+
+// splitMark stands in the text where the shell splits a word into fields.
+const splitMark = "\x01"
 
 // dynamicMark stands in the text for the parts of a word that are only known at run time.
 const dynamicMark = "\x00"
@@ -39,9 +45,11 @@ const maxBraceWords = 256
 // resolves each resulting word.
 func (w *walker) expandWords(words []*syntax.Word) []arg {
 	out := make([]arg, 0, len(words))
+	w.splitting = true
+	defer func() { w.splitting = false }()
 	for _, word := range words {
 		if !syntax.SplitBraces(word) {
-			out = append(out, w.resolve(word))
+			out = appendFields(out, w.resolve(word))
 			continue
 		}
 		n := 0
@@ -51,8 +59,26 @@ func (w *walker) expandWords(words []*syntax.Word) []arg {
 				out = append(out, arg{text: dynamicMark, dynamic: true})
 				break
 			}
-			out = append(out, w.resolve(ew))
+			out = appendFields(out, w.resolve(ew))
 		}
+	}
+	return out
+}
+
+// appendFields appends a word, split into the fields the shell makes of it.
+func appendFields(out []arg, a arg) []arg {
+	if !a.split {
+		return append(out, a)
+	}
+	for i, f := range strings.Split(a.text, splitMark) {
+		if f == "" {
+			continue
+		}
+		fa := a
+		fa.split = false
+		fa.text = f
+		fa.tilde = a.tilde && i == 0
+		out = append(out, fa)
 	}
 	return out
 }
@@ -87,14 +113,14 @@ func (w *walker) resolve(word *syntax.Word) arg {
 				case *syntax.Lit:
 					b.WriteString(unescapeDouble(qp.Value))
 				case *syntax.ParamExp:
-					w.param(qp, &a, &b)
+					w.param(qp, &a, &b, true)
 				default:
 					a.dynamic = true
 					b.WriteString(dynamicMark)
 				}
 			}
 		case *syntax.ParamExp:
-			w.param(p, &a, &b)
+			w.param(p, &a, &b, false)
 		case *syntax.ProcSubst:
 			a.procSubst = true
 			a.dynamic = true
@@ -111,8 +137,13 @@ func (w *walker) resolve(word *syntax.Word) arg {
 	return a
 }
 
-// param substitutes a parameter expansion when its value is known.
-func (w *walker) param(p *syntax.ParamExp, a *arg, b *strings.Builder) {
+// param substitutes a parameter expansion when its value is known. Unquoted, a known
+// value is split into fields and its pattern characters glob.
+func (w *walker) param(p *syntax.ParamExp, a *arg, b *strings.Builder, quoted bool) {
+	if p.Param != nil && p.Exp != nil && (p.Exp.Op == syntax.AssignUnset || p.Exp.Op == syntax.AssignUnsetOrNull) {
+		// ${x:=value} assigns x.
+		w.forget(p.Param.Value)
+	}
 	simple := p.Param != nil && !p.Excl && !p.Length && !p.Width && p.Index == nil &&
 		p.Slice == nil && p.Repl == nil && p.Exp == nil && p.NestedParam == nil
 	if simple {
@@ -120,8 +151,11 @@ func (w *walker) param(p *syntax.ParamExp, a *arg, b *strings.Builder) {
 		case name == "HOME":
 			if b.Len() == 0 {
 				a.tilde = true
+				b.WriteString("~")
+			} else {
+				// Inside a word ~ would not be expanded; the home directory is.
+				b.WriteString("/home/" + homeMark)
 			}
-			b.WriteString("~")
 			return
 		case name == "PWD":
 			b.WriteString(".")
@@ -131,8 +165,29 @@ func (w *walker) param(p *syntax.ParamExp, a *arg, b *strings.Builder) {
 			b.WriteString(" ")
 			return
 		default:
-			if v, ok := w.vars[name]; ok {
-				b.WriteString(v)
+			if v, ok := w.st.vars[name]; ok && !w.st.noVars {
+				if b.Len() == 0 && v.tilde {
+					a.tilde = true
+				}
+				t := v.text
+				if !quoted {
+					if hasUnescapedGlob(t) || strings.ContainsAny(t, "*?") {
+						a.glob = true
+					}
+					if w.splitting && strings.ContainsAny(t, w.ifsChars()) {
+						a.split = true
+						t = strings.Join(strings.FieldsFunc(t, func(r rune) bool {
+							return strings.ContainsRune(w.ifsChars(), r)
+						}), splitMark)
+						if strings.ContainsRune(w.ifsChars(), rune(v.text[0])) {
+							t = splitMark + t
+						}
+						if strings.ContainsRune(w.ifsChars(), rune(v.text[len(v.text)-1])) {
+							t += splitMark
+						}
+					}
+				}
+				b.WriteString(t)
 				return
 			}
 		}
@@ -316,4 +371,54 @@ func decodeANSIC(s string) string {
 
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// ifsChars are the characters the shell splits fields at.
+func (w *walker) ifsChars() string {
+	if v, ok := w.st.vars["IFS"]; ok && v.text != "" {
+		return v.text
+	}
+	return " \t\n"
+}
+
+// paramCode judges the code bash finds in a variable's value: ${x@P} expands it as a prompt
+// (running its $(…)), and an arithmetic or indirect use of a value such as a[$(cmd)]
+// evaluates the subscript.
+func (w *walker) paramCode(p *syntax.ParamExp) {
+	if p.Param == nil {
+		return
+	}
+	v, known := w.st.vars[p.Param.Value]
+	seg := w.text(p)
+	if p.Exp != nil && p.Exp.Op == syntax.OtherParamOps && p.Exp.Word != nil && p.Exp.Word.Lit() == "P" {
+		if !known {
+			w.add(codeDynamicCommand, seg)
+			return
+		}
+		w.code(": \""+v.text+"\"", seg, stdin{}, true)
+		return
+	}
+	if known {
+		w.subscriptCode(arg{text: v.text}, seg)
+	}
+}
+
+// arithCode judges the names an arithmetic expression evaluates: a variable whose value,
+// or a quoted name (let 'a[$(cmd)]=1'), holds a subscript with a substitution runs it.
+func (w *walker) arithCode(x syntax.ArithmExpr) {
+	if x == nil {
+		return
+	}
+	syntax.Walk(x, func(n syntax.Node) bool {
+		word, ok := n.(*syntax.Word)
+		if !ok {
+			return true
+		}
+		a := w.resolve(word)
+		w.subscriptCode(a, w.text(word))
+		if v, ok := w.st.vars[a.text]; ok {
+			w.subscriptCode(arg{text: v.text}, w.text(word))
+		}
+		return true
+	})
 }

@@ -1,0 +1,262 @@
+package approval
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// maxCwds bounds the directories the shell may be in after cds that may not have run;
+// beyond it the directory is unknown.
+const maxCwds = 4
+
+// shellState is what the shell remembers from one statement to the next, as far as the
+// classifier follows it: variables with a literal value, functions, the working directory.
+//
+// The state only holds what is certain. Code that may not run (after && or ||, in an if,
+// a case or a loop) is walked from a copy, and afterwards the state keeps only what every
+// outcome agrees on; code that runs in another process (a subshell, a pipeline, sh -c)
+// changes nothing here. A variable or function the classifier is not sure of is unknown,
+// and an unknown value is judged by what it could be.
+type shellState struct {
+	vars  map[string]varValue
+	funcs map[string]*funcDef
+	// cwds are the directories the shell may be in, relative to the workspace or absolute.
+	cwds       []string
+	cwdDynamic bool
+	// noVars is set once a nameref exists (declare -n): an assignment to one name may then
+	// change another, so no variable is known.
+	noVars bool
+}
+
+// varValue is a variable's literal value.
+type varValue struct {
+	text string
+	// tilde is true when text starts with a ~ the shell expanded at the assignment (x=~).
+	tilde bool
+}
+
+// funcDef is a function the command defined: its body is walked again at each call, with
+// the state of that moment.
+type funcDef struct {
+	body *syntax.Stmt
+	src  string
+}
+
+func newState() shellState {
+	return shellState{vars: map[string]varValue{}, funcs: map[string]*funcDef{}, cwds: []string{"."}}
+}
+
+func (s shellState) clone() shellState {
+	s.vars = maps.Clone(s.vars)
+	s.funcs = maps.Clone(s.funcs)
+	s.cwds = slices.Clone(s.cwds)
+	return s
+}
+
+// isolated walks fn in a copy of the state that is thrown away afterwards: a subshell, a
+// pipeline's parts, a background job.
+func (w *walker) isolated(fn func()) {
+	saved := w.st.clone()
+	fn()
+	w.st = saved
+}
+
+// child walks fn as another process: it inherits the working directory but neither the
+// shell's functions nor, unless exported, its variables, which are therefore unknown.
+func (w *walker) child(fn func()) {
+	saved := w.st
+	w.st = shellState{vars: map[string]varValue{}, funcs: map[string]*funcDef{},
+		cwds: slices.Clone(saved.cwds), cwdDynamic: saved.cwdDynamic}
+	fn()
+	w.st = saved
+}
+
+// branches walks code that may or may not run: each fn from the same state and, when skip
+// is true, the outcome where none runs. Afterwards the state holds what all outcomes agree
+// on: a variable or function set differently in one of them is unknown, and the working
+// directory may be any of theirs.
+func (w *walker) branches(skip bool, fns ...func()) {
+	base := w.st
+	outs := make([]shellState, 0, len(fns)+1)
+	if skip {
+		outs = append(outs, base)
+	}
+	for _, fn := range fns {
+		w.st = base.clone()
+		fn()
+		outs = append(outs, w.st)
+	}
+	w.st = mergeStates(outs)
+}
+
+func mergeStates(outs []shellState) shellState {
+	m := outs[0].clone()
+	for _, o := range outs[1:] {
+		for k, v := range m.vars {
+			if ov, ok := o.vars[k]; !ok || ov != v {
+				delete(m.vars, k)
+			}
+		}
+		for k, f := range m.funcs {
+			if o.funcs[k] != f {
+				delete(m.funcs, k)
+			}
+		}
+		for _, c := range o.cwds {
+			if !slices.Contains(m.cwds, c) {
+				m.cwds = append(m.cwds, c)
+			}
+		}
+		m.cwdDynamic = m.cwdDynamic || o.cwdDynamic
+		m.noVars = m.noVars || o.noVars
+	}
+	if len(m.cwds) > maxCwds {
+		m.cwds = m.cwds[:1]
+		m.cwdDynamic = true
+	}
+	return m
+}
+
+// setVar records a variable's value; forget makes it unknown.
+func (w *walker) setVar(name string, v varValue) {
+	if w.st.noVars {
+		return
+	}
+	w.st.vars[name] = v
+}
+
+func (w *walker) forget(name string) {
+	delete(w.st.vars, name)
+}
+
+// specialBuiltins keep the variables assigned before them (x=1 export …) in POSIX mode.
+var specialBuiltins = map[string]bool{
+	":": true, ".": true, "source": true, "eval": true, "exec": true, "exit": true,
+	"export": true, "readonly": true, "return": true, "set": true, "shift": true,
+	"times": true, "trap": true, "unset": true, "break": true, "continue": true,
+}
+
+// stateEffects follows the built-ins that set or unset variables and functions without an
+// assignment (read x, printf -v x, unset -f f, …): what they set becomes unknown. Names
+// that change which code runs give env_hijack, and a name with a subscript holding a
+// substitution (read 'a[$(cmd)]') is code, which bash runs.
+func (w *walker) stateEffects(name string, args []arg, seg string) {
+	var targets []string
+	switch name {
+	case "read", "mapfile", "readarray", "printf", "getopts", "unset", "let", "test", "[", "wait", "hash", "export", "declare",
+		"typeset", "local", "readonly":
+	default:
+		return
+	}
+	for _, a := range args {
+		w.subscriptCode(a, seg)
+	}
+	valueOpts := map[string]string{"read": "adinNptu", "mapfile": "CcdnOsu", "readarray": "CcdnOsu", "printf": "v", "wait": "p"}[name]
+	var ops []arg
+	var flagVals [][2]string // option letter, value
+	for i := 0; i < len(args); i++ {
+		t := args[i].text
+		if t == "--" {
+			ops = append(ops, args[i+1:]...)
+			break
+		}
+		if !isFlag(t) || args[i].dynamic || len(ops) > 0 {
+			ops = append(ops, args[i])
+			continue
+		}
+		for j := 1; j < len(t); j++ {
+			c := t[j]
+			if strings.IndexByte(valueOpts, c) < 0 {
+				flagVals = append(flagVals, [2]string{string(c), ""})
+				continue
+			}
+			v := t[j+1:]
+			if v == "" && i+1 < len(args) {
+				i++
+				v = args[i].text
+			}
+			flagVals = append(flagVals, [2]string{string(c), v})
+			break
+		}
+	}
+	switch name {
+	case "read":
+		if len(ops) == 0 {
+			targets = append(targets, "REPLY")
+		}
+		for _, o := range ops {
+			targets = append(targets, o.text)
+		}
+		for _, fv := range flagVals {
+			if fv[0] == "a" {
+				targets = append(targets, fv[1])
+			}
+		}
+	case "mapfile", "readarray":
+		if len(ops) == 0 {
+			targets = append(targets, "MAPFILE")
+		} else {
+			targets = append(targets, ops[len(ops)-1].text)
+		}
+	case "printf":
+		for _, fv := range flagVals {
+			if fv[0] == "v" {
+				targets = append(targets, fv[1])
+			}
+		}
+	case "wait":
+		for _, fv := range flagVals {
+			if fv[0] == "p" {
+				targets = append(targets, fv[1])
+			}
+		}
+	case "getopts":
+		targets = append(targets, "OPTARG", "OPTIND")
+		if len(ops) > 1 {
+			targets = append(targets, ops[1].text)
+		}
+	case "unset":
+		funcsOnly, varsOnly := false, false
+		for _, fv := range flagVals {
+			funcsOnly = funcsOnly || fv[0] == "f"
+			varsOnly = varsOnly || fv[0] == "v"
+		}
+		for _, o := range ops {
+			if !varsOnly {
+				delete(w.st.funcs, o.text)
+			}
+			if !funcsOnly {
+				w.forget(o.text)
+			}
+		}
+		return
+	}
+	for _, t := range targets {
+		if t == dynamicMark || strings.Contains(t, dynamicMark) {
+			// printf -v "$name": any variable may change.
+			w.st.vars = map[string]varValue{}
+			continue
+		}
+		base, _, _ := strings.Cut(t, "[")
+		if w.rules.hijacks(base) {
+			w.add(codeEnvHijack, seg)
+		}
+		w.forget(base)
+	}
+}
+
+// subscriptCode judges the subscript of a variable name given as text to a built-in that
+// evaluates it (read, printf -v, unset, declare, test -v, let): bash expands a $(…) in
+// it, so 'a[$(rm -rf ~)]' runs rm.
+func (w *walker) subscriptCode(a arg, seg string) {
+	i := strings.IndexByte(a.text, '[')
+	if i < 0 || a.dynamic {
+		return
+	}
+	if rest := a.text[i:]; strings.Contains(rest, "$(") || strings.Contains(rest, "`") || strings.Contains(rest, "${") {
+		w.code(": "+rest, seg, stdin{}, true)
+	}
+}
