@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/procgroup"
 )
 
 // ClientOptions adjusts a client.
@@ -268,6 +269,18 @@ func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) 
 	if req.Stdin != nil {
 		go c.pumpStdin(id, cl, req.Stdin)
 	}
+	// The helper enforces the timeout; the host only makes sure a helper that stopped
+	// answering (killed, frozen with SIGSTOP by a command) cannot hold the call forever.
+	grace := req.KillGrace
+	if grace <= 0 {
+		grace = procgroup.DefaultKillGrace
+	}
+	var deadline <-chan time.Time
+	if req.Timeout > 0 {
+		t := time.NewTimer(req.Timeout + grace + procgroup.PipeDrain + answerMargin)
+		defer t.Stop()
+		deadline = t.C
+	}
 	ctxDone := ctx.Done()
 	cancelled := false
 	for {
@@ -277,13 +290,34 @@ func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) 
 		case <-ctxDone:
 			ctxDone = nil
 			cancelled = true
-			if err := c.send(frameCancel, id, nil); err != nil {
-				c.fail(fmt.Errorf("send: %w", err))
-			}
+			// Sent aside: a helper that stopped reading must not block this call.
+			go func() {
+				if err := c.send(frameCancel, id, nil); err != nil {
+					c.fail(fmt.Errorf("send: %w", err))
+				}
+			}()
+			t := time.NewTimer(grace + procgroup.PipeDrain + answerMargin)
+			defer t.Stop()
+			deadline = t.C
+		case <-deadline:
+			err := fmt.Errorf("the helper did not answer within %s of the command's end; it is treated as dead", grace+procgroup.PipeDrain+answerMargin)
+			c.abandon(err)
+			return backend.Result{}, fmt.Errorf("%w: agent: %w", backend.ErrUnavailable, err)
 		case <-c.done:
 			return backend.Result{}, fmt.Errorf("%w: agent: %w", backend.ErrUnavailable, c.Err())
 		}
 	}
+}
+
+// answerMargin is how long past a command's timeout and kill grace the client waits for the
+// helper's answer before it gives the helper up.
+const answerMargin = 5 * time.Second
+
+// abandon marks the stream dead and closes it under any write stuck on it, so that every
+// waiting call returns and the backend starts a new helper.
+func (c *Client) abandon(err error) {
+	c.fail(err)
+	_ = c.w.Close()
 }
 
 func (c *Client) result(x exitMsg, cl *call, start time.Time, cancelled bool) (backend.Result, error) {

@@ -8,5 +8,7 @@
 // exits, and that output is capped while it streams.
 //
 // A process that moves itself to a new session or process group (setsid) escapes the group
-// kill; the Docker backend, whose container is the boundary, does not have that gap.
+// kill, unless the process running the backend is a child subreaper
+// (procgroup.EnableSubreaper, which the airlock CLI turns on): then such orphans are handed
+// to it and killed when their command ends.
 package local

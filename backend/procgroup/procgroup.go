@@ -82,10 +82,16 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	cmd.Stdout, cmd.Stderr = outW, errW
 
 	start := time.Now()
+	// Start and registration happen under the lock a sweep takes, so that no sweep sees a
+	// new leader before it is known as one.
+	leadersMu.Lock()
 	if err := cmd.Start(); err != nil {
+		leadersMu.Unlock()
 		closeAll(outR, outW, errR, errW)
 		return Outcome{}, err
 	}
+	leaders[cmd.Process.Pid] = true
+	leadersMu.Unlock()
 	closeAll(outW, errW) // the child holds its own copies
 	if s.Started != nil {
 		s.Started()
@@ -121,10 +127,17 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	}()
 
 	waitErr := cmd.Wait()
+	leadersMu.Lock()
+	delete(leaders, pgid)
+	leadersMu.Unlock()
 	close(done)
 	killed.Wait()
-	// Whatever the command left running in its group dies with it.
+	// Whatever the command left running in its group dies with it, and so does what escaped
+	// the group, where this process is a subreaper.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	if subreaper.Load() {
+		Sweep()
+	}
 	waitDrained(&drained, outR, errR)
 	return Outcome{
 		ExitCode:  exitCode(cmd.ProcessState, waitErr),

@@ -2,6 +2,7 @@ package ssh
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"debug/elf"
@@ -114,9 +115,10 @@ func (e *Env) helperName() string {
 	return "agent-" + e.bin.sum
 }
 
-// startHelper makes sure the helper is in the remote cache (uploading it over a session's
-// stdin when the probe found no file with the right hash), starts it on a session of its
-// own and waits for its hello. Any failure leaves the link in session mode.
+// startHelper starts the helper from the remote cache on a session of its own and waits for
+// its hello. The script that starts it first checks the cache and the file (see
+// [helperScript]); when the file is missing or not the right one it uploads the binary and
+// tries once more. Any failure leaves the link in session mode.
 func (e *Env) startHelper(ctx context.Context, l *link, p remoteInfo) error {
 	name := e.helperName()
 	if name == "" {
@@ -125,92 +127,193 @@ func (e *Env) startHelper(ctx context.Context, l *link, p remoteInfo) error {
 	if os, arch, _ := strings.Cut(p.os, " "); os != "Linux" || arch != e.bin.arch {
 		return fmt.Errorf("remote is %q, agent_binary is linux %s", p.os, e.bin.arch)
 	}
-	remote := path.Join(p.home, ".cache/airlock", name)
-	if p.agentSum != e.bin.sum {
+	h, err := e.launchHelper(ctx, l, name)
+	var stale *staleHelperError
+	if errors.As(err, &stale) {
+		e.log.Debug("helper not in the remote cache", "reason", stale.why)
 		if err := e.uploadHelper(ctx, l, name); err != nil {
 			return err
 		}
+		h, err = e.launchHelper(ctx, l, name)
 	}
+	if err != nil {
+		return err
+	}
+	l.helper = h
+	// A helper that dies takes the link with it, so that the next call reconnects and
+	// starts a fresh one.
+	go func() {
+		select {
+		case <-h.client.Done():
+			l.kill(fmt.Errorf("helper stream ended: %w", h.client.Err()))
+		case <-l.dead:
+		}
+	}()
+	e.log.Debug("helper started", "path", path.Join(p.home, ".cache/airlock", name))
+	return nil
+}
 
+// staleHelperError is a cache that is safe to use but holds no usable helper: the file is
+// missing, is not the user's own executable, or has another hash. Uploading fixes it.
+type staleHelperError struct{ why string }
+
+func (e *staleHelperError) Error() string { return "cached helper " + e.why }
+
+// launchHelper runs [helperScript] on a new session and, once the script has vouched for
+// the file and exec'd it, connects a client to the helper's stdio.
+func (e *Env) launchHelper(ctx context.Context, l *link, name string) (*helper, error) {
 	s, err := openSession(ctx, l)
 	if err != nil {
-		return fmt.Errorf("helper session: %w", err)
+		return nil, fmt.Errorf("helper session: %w", err)
 	}
 	stdin, err := s.StdinPipe()
 	if err != nil {
 		_ = s.Close()
-		return fmt.Errorf("helper stdin: %w", err)
+		return nil, fmt.Errorf("helper stdin: %w", err)
 	}
 	stdout, err := s.StdoutPipe()
 	if err != nil {
 		_ = s.Close()
-		return fmt.Errorf("helper stdout: %w", err)
+		return nil, fmt.Errorf("helper stdout: %w", err)
 	}
 	stderr := backend.NewCappedBuffer(16 << 10)
 	s.Stderr = stderr
-	// The helper itself runs with an empty environment: it is handed each command's whole
-	// environment and must not leak its own.
-	// The marker line lets the stream start after whatever the user's dotfiles printed.
 	nonce := newNonce()
-	cmd := "printf '%s\\n' " + nonce + `; exec env -i HOME="$HOME" PATH=` + remotePath + " " + quote(remote) + " agent"
-	if err := s.Start(shellLine(cmd)); err != nil {
+	if err := s.Start(shellLine(helperScript(nonce, name, e.bin.sum))); err != nil {
 		_ = s.Close()
-		return fmt.Errorf("start helper: %w", err)
+		return nil, fmt.Errorf("start helper: %w", err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, helperReady)
 	defer cancel()
-	stream, err := skipToMarker(rctx, stdout, nonce)
+	status, stream, err := readStatus(rctx, stdout, nonce)
 	if err != nil {
 		_ = s.Close()
-		return fmt.Errorf("helper did not start: %w (stderr: %s)", err, strings.TrimSpace(string(stderr.Bytes())))
+		return nil, fmt.Errorf("helper did not start: %w (stderr: %s)", err, strings.TrimSpace(string(stderr.Bytes())))
+	}
+	word, why, _ := strings.Cut(status, " ")
+	switch word {
+	case "ok":
+	case "stale":
+		_ = s.Close()
+		return nil, &staleHelperError{why: why}
+	case "refuse":
+		_ = s.Close()
+		return nil, fmt.Errorf("remote helper cache refused: %s", why)
+	default:
+		_ = s.Close()
+		return nil, fmt.Errorf("helper did not start: unexpected status %q", status)
 	}
 	c := agent.NewClient(stream, stdin, agent.ClientOptions{Logger: e.log.Named("agent")})
 	if err := c.Ready(rctx); err != nil {
 		_ = c.Close()
 		_ = s.Close()
 		if msg := strings.TrimSpace(string(stderr.Bytes())); msg != "" {
-			return fmt.Errorf("helper did not start: %w (stderr: %s)", err, msg)
+			return nil, fmt.Errorf("helper did not start: %w (stderr: %s)", err, msg)
 		}
-		return fmt.Errorf("helper did not start: %w", err)
+		return nil, fmt.Errorf("helper did not start: %w", err)
 	}
-	h := &helper{session: s, client: c, stderr: stderr}
-	l.helper = h
-	// A helper that dies takes the link with it, so that the next call reconnects and
-	// starts a fresh one.
-	go func() {
-		select {
-		case <-c.Done():
-			l.kill(fmt.Errorf("helper stream ended: %w", c.Err()))
-		case <-l.dead:
-		}
-	}()
-	e.log.Debug("helper started", "path", remote)
-	return nil
+	return &helper{session: s, client: c, stderr: stderr}, nil
 }
 
-// uploadHelper copies the helper binary to the remote cache through a session's stdin,
-// under a temporary name that is renamed into place only once its hash checks out.
+// uploadHelper copies the helper binary into the remote cache through a session's stdin
+// (see [uploadScript]).
 func (e *Env) uploadHelper(ctx context.Context, l *link, name string) error {
 	f, err := os.Open(e.bin.path)
 	if err != nil {
 		return fmt.Errorf("agent_binary: %w", err)
 	}
 	defer f.Close()
-	script := `umask 077; d="$HOME/.cache/airlock"; t="$d/.` + name + `.$$"
-mkdir -p "$d" && cat > "$t" && chmod 700 "$t" && s=$(sha256sum < "$t") && [ "${s%% *}" = ` + e.bin.sum + ` ] && mv -f "$t" "$d/` + name + `" && exit 0
-rm -f "$t"; exit 1`
 	start := time.Now()
 	uctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	_, errOut, code, err := runShort(uctx, l, script, f)
+	nonce := newNonce()
+	out, errOut, code, err := runShort(uctx, l, uploadScript(nonce, name, e.bin.sum), f)
 	if err != nil {
 		return fmt.Errorf("upload helper: %w", err)
 	}
-	if code != 0 {
+	status, ok := statusLine(out, nonce)
+	word, why, _ := strings.Cut(status, " ")
+	switch {
+	case code == 0 && word == "ok":
+	case word == "refuse":
+		return fmt.Errorf("remote helper cache refused: %s", why)
+	case ok:
+		return fmt.Errorf("upload helper to ~/.cache/airlock/%s: %s", name, why)
+	default:
 		return fmt.Errorf("upload helper to ~/.cache/airlock/%s: exit %d: %s", name, code, strings.TrimSpace(string(errOut)))
 	}
 	e.log.Info("helper uploaded", "name", name, "duration_ms", time.Since(start).Milliseconds())
 	return nil
+}
+
+// helperCache is the shell prelude of [helperScript] and [uploadScript]. It makes sure
+// that nobody but the user (and root) can write to the cache or to a directory on the way
+// to it, since whoever can is able to swap the helper for a program of their own: $HOME and
+// ~/.cache must be directories of the user's closed to group and others (symlinks to such
+// are followed, as many move ~/.cache), ~/.cache/airlock must be a real directory, created
+// 0700 or, when the user owns it, tightened to 0700. Otherwise it prints "<nonce> refuse
+// <why>" and exits 3. It leaves the cache in $d and the helper's path in $f, and defines say
+// (print a status line) and closed (is a file the user's and closed to group and others).
+func helperCache(nonce, name string) string {
+	return `umask 077
+say() { printf '%s %s\n' ` + nonce + ` "$*"; }
+u=$(id -u) || { say refuse "id -u failed"; exit 3; }
+closed() { m=$(stat -c '%u %a' "$@" 2>/dev/null) && [ "${m%% *}" = "$u" ] && [ $(( 0${m#* } & 022 )) -eq 0 ]; }
+dir() { [ -d "$1" ] && closed -L -- "$1"; }
+case $HOME in /*) ;; *) say refuse "HOME ($HOME) is not an absolute path"; exit 3;; esac
+dir "$HOME" || { say refuse "$HOME is not a directory owned by uid $u and closed to group and others"; exit 3; }
+[ -e "$HOME/.cache" ] || [ -L "$HOME/.cache" ] || mkdir -m 700 -- "$HOME/.cache" 2>/dev/null
+dir "$HOME/.cache" || { say refuse "$HOME/.cache is not a directory owned by uid $u and closed to group and others"; exit 3; }
+d="$HOME/.cache/airlock"; f="$d/` + name + `"
+[ -e "$d" ] || [ -L "$d" ] || mkdir -m 700 -- "$d" 2>/dev/null
+if ! dir "$d" && [ -d "$d" ] && [ ! -L "$d" ] && [ "$(stat -c %u -- "$d")" = "$u" ]; then chmod 700 -- "$d"; fi
+[ ! -L "$d" ] && dir "$d" || { say refuse "$d is not a directory (nor a symlink) owned by uid $u and closed to group and others"; exit 3; }
+`
+}
+
+// helperScript checks the cache and the helper in it and, in the same script, execs it: the
+// file must be a regular file (not a symlink) of the user's, executable, closed to group and
+// others, with the expected SHA-256. Since only the user can write to the file and the
+// directories above it, what was checked is what runs. It prints "<nonce> ok" right before
+// the exec, after which the helper's stream begins; or "<nonce> stale <why>" when the file
+// needs uploading; or "<nonce> refuse <why>" when the cache is not safe to use.
+//
+// The helper itself runs with an empty environment: it is handed each command's whole
+// environment and must not leak its own.
+func helperScript(nonce, name, sum string) string {
+	return helperCache(nonce, name) + `if [ -L "$f" ] || [ ! -f "$f" ]; then say stale "is missing or not a regular file"; exit 3; fi
+closed -- "$f" && [ -x "$f" ] || { say stale "is not an executable owned by uid $u and closed to group and others"; exit 3; }
+s=$(sha256sum < "$f") && [ "${s%% *}" = ` + sum + ` ] || { say stale "has another sha256"; exit 3; }
+say ok
+exec env -i HOME="$HOME" PATH=` + remotePath + ` "$f" agent
+`
+}
+
+// uploadScript writes stdin to a new file (mktemp: created exclusively, 0600, in the
+// checked cache), checks its hash and renames it over the helper's name. It prints
+// "<nonce> ok" on success; otherwise a "refuse" or "fail" status and exits 3.
+func uploadScript(nonce, name, sum string) string {
+	return helperCache(nonce, name) + `if [ -d "$f" ] && [ ! -L "$f" ]; then say fail "$f is a directory"; exit 3; fi
+t=$(mktemp "$d/.agent-XXXXXXXXXX") || { say fail "mktemp in $d failed"; exit 3; }
+if cat > "$t" && chmod 700 -- "$t" && s=$(sha256sum < "$t") && [ "${s%% *}" = ` + sum + ` ]; then
+	# mv would move into a directory that a symlink at $f points to.
+	[ ! -L "$f" ] || rm -f -- "$f"
+	mv -f -- "$t" "$f" && { say ok; exit 0; }
+fi
+rm -f -- "$t"
+say fail "could not write and verify $f"
+exit 3
+`
+}
+
+// statusLine finds the line "<nonce> <status>" in out.
+func statusLine(out []byte, nonce string) (string, bool) {
+	_, after, ok := bytes.Cut(out, []byte(nonce+" "))
+	if !ok {
+		return "", false
+	}
+	line, _, _ := bytes.Cut(after, []byte("\n"))
+	return string(line), true
 }
 
 // execHelper runs one command through the resident helper.
@@ -272,18 +375,23 @@ func dedupEnv(env []string) []string {
 	return out
 }
 
-// skipToMarker reads r up to and including the line "nonce\n" and returns a reader of what
-// follows. It gives up when ctx ends (the caller then closes what feeds r).
-func skipToMarker(ctx context.Context, r io.Reader, nonce string) (io.Reader, error) {
+// readStatus reads r up to and including the line "<nonce> <status>" and returns the status
+// and a reader of what follows. It gives up when ctx ends (the caller then closes what feeds
+// r).
+func readStatus(ctx context.Context, r io.Reader, nonce string) (string, io.Reader, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	found := make(chan error, 1)
+	type found struct {
+		status string
+		err    error
+	}
+	done := make(chan found, 1)
 	go func() {
-		want := nonce + "\n"
+		want := nonce + " "
 		var tail []byte
 		for {
 			b, err := br.ReadByte()
 			if err != nil {
-				found <- err
+				done <- found{err: err}
 				return
 			}
 			tail = append(tail, b)
@@ -291,18 +399,19 @@ func skipToMarker(ctx context.Context, r io.Reader, nonce string) (io.Reader, er
 				tail = tail[1:]
 			}
 			if string(tail) == want {
-				found <- nil
+				line, err := br.ReadString('\n')
+				done <- found{status: strings.TrimSuffix(line, "\n"), err: err}
 				return
 			}
 		}
 	}()
 	select {
-	case err := <-found:
-		if err != nil {
-			return nil, fmt.Errorf("no start marker: %w", err)
+	case f := <-done:
+		if f.err != nil {
+			return "", nil, fmt.Errorf("no start marker: %w", f.err)
 		}
-		return br, nil
+		return f.status, br, nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("no start marker: %w", ctx.Err())
+		return "", nil, fmt.Errorf("no start marker: %w", ctx.Err())
 	}
 }

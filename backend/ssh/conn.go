@@ -437,7 +437,6 @@ type remoteInfo struct {
 	shell     string
 	os        string // uname -sm, e.g. "Linux x86_64"
 	setsid    string
-	agentSum  string // sha256sum of the cached helper, when one is there
 }
 
 // probe creates and resolves the workspace and reports what the remote side offers, in one
@@ -451,11 +450,6 @@ printf 'airlock-probe home %s\n' "$HOME"
 printf 'airlock-probe shell %s\n' "${SHELL:-/bin/sh}"
 printf 'airlock-probe os %s\n' "$(uname -sm)"
 printf 'airlock-probe setsid %s\n' "$(command -v setsid)"`
-	if name := e.helperName(); name != "" {
-		script += `
-f="$HOME/.cache/airlock/` + name + `"
-[ -x "$f" ] && printf 'airlock-probe agent %s\n' "$(sha256sum < "$f")"`
-	}
 	script += "\nexit 0"
 	out, errOut, code, err := runShort(ctx, l, script, nil)
 	if err != nil {
@@ -488,8 +482,6 @@ f="$HOME/.cache/airlock/` + name + `"
 			p.os = v
 		case "setsid":
 			p.setsid = v
-		case "agent":
-			p.agentSum, _, _ = strings.Cut(v, " ")
 		}
 	}
 	if !strings.HasPrefix(p.workspace, "/") {

@@ -11,8 +11,12 @@
 // Commands are started one of two ways, reported by [Env.Describe] as its Mode:
 //
 //   - "agent": the same static `airlock agent` helper the Docker backend uses is uploaded once
-//     to a per-user cache path named by its SHA-256 (~/.cache/airlock/agent-<sha256>), checked
-//     remotely, and started on one long-lived session; calls are multiplexed over it (~1 ms).
+//     to a per-user cache path named by its SHA-256 (~/.cache/airlock/agent-<sha256>) and
+//     started on one long-lived session; calls are multiplexed over it (~1 ms). The script that
+//     starts it checks, right before the exec, that $HOME, ~/.cache and ~/.cache/airlock (made
+//     0700) belong to the user and are closed to group and others, and that the helper is a
+//     regular file of the user's with the expected SHA-256; a cache it cannot trust leaves the
+//     backend in session mode, with the reason in [Env.Describe]'s notes.
 //   - "session": one SSH session per command (~3 ms on a kept connection). sshd hands every
 //     command to the user's login shell, so the string it gets is minimal: `exec /bin/sh -c
 //     '…'`, with the user's profile read only when login_shell is set.

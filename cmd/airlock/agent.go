@@ -7,7 +7,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlock-dev/airlock/backend/agent"
+	"github.com/airlock-dev/airlock/backend/procgroup"
 )
 
 // The agent subcommand is the resident helper that the Docker (and later SSH) backend starts
@@ -22,6 +25,19 @@ func init() {
 		shell := fs.String("shell", "/bin/sh", "shell that runs command strings")
 		if err := fs.Parse(args); err != nil {
 			return 2
+		}
+		// Commands run as the helper's own user. Not dumpable, the helper's /proc entries
+		// (its stdin and stdout among them) belong to root, so a command cannot write frames
+		// into the stream or read other commands' requests; commands get their own dumpable
+		// state back when they exec. As a subreaper it inherits what a command's setsid
+		// children leave behind and kills them when the command ends.
+		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+			fmt.Fprintln(s.err, "airlock agent: refusing to run dumpable:", err)
+			return 1
+		}
+		if err := procgroup.EnableSubreaper(); err != nil {
+			fmt.Fprintln(s.err, "airlock agent: subreaper:", err)
+			return 1
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		defer stop()
