@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCallForms(t *testing.T) {
@@ -119,4 +120,28 @@ func TestReceiptsVerifyCLI(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "line ") {
 		t.Errorf("tampered ledger verified: %d %q", code, errOut)
 	}
+}
+
+// TestSetsidDoesNotEscape: a process that leaves its command's process group with setsid is
+// still killed when the command times out.
+func TestSetsidDoesNotEscape(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, errOut, code := run(t, dir, "", nil, "exec", "--timeout", "1", "--",
+		`setsid sh -c 'echo $$ > escaped; exec sleep 300' </dev/null >/dev/null 2>&1 & sleep 300`)
+	if code != 124 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	pid, err := os.ReadFile(filepath.Join(dir, "escaped"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := strings.TrimSpace(string(pid))
+	for i := 0; i < 50; i++ {
+		if stat, err := os.ReadFile("/proc/" + p + "/stat"); err != nil || strings.Contains(string(stat), ") Z ") {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("setsid'd process %s survived", p)
 }

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"archive/tar"
 	"context"
 	"crypto/sha256"
 	"debug/elf"
@@ -10,11 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strings"
 	"sync"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
@@ -76,6 +75,7 @@ func (w *hijackWriter) Close() error {
 // be used.
 type binaryInfo struct {
 	sha     string
+	size    int64
 	problem string
 }
 
@@ -122,10 +122,11 @@ func inspectBinary(p, arch string) binaryInfo {
 		return binaryInfo{problem: fmt.Sprintf("agent binary %s: %v", p, err)}
 	}
 	defer r.Close()
-	if _, err := io.Copy(h, r); err != nil {
+	n, err := io.Copy(h, r)
+	if err != nil {
 		return binaryInfo{problem: fmt.Sprintf("agent binary %s: %v", p, err)}
 	}
-	return binaryInfo{sha: hex.EncodeToString(h.Sum(nil))}
+	return binaryInfo{sha: hex.EncodeToString(h.Sum(nil)), size: n}
 }
 
 // agentBinary is the configured binary or the running executable.
@@ -140,19 +141,26 @@ func (e *Env) agentBinary() (string, error) {
 	return p, nil
 }
 
-// startAgent installs the helper in the container if it is not there yet and starts it. The
-// error says why the helper cannot be used; the caller falls back to one exec per command.
-func (e *Env) startAgent(ctx context.Context, id string) (*agentConn, error) {
+// checkHelper finds the helper binary and checks it can run in the image; the problem, if
+// any, is in the result.
+func (e *Env) checkHelper() (string, binaryInfo) {
 	bin, err := e.agentBinary()
 	if err != nil {
-		return nil, err
+		return "", binaryInfo{problem: err.Error()}
 	}
-	info := checkBinary(bin, e.imgArch)
+	return bin, checkBinary(bin, e.imgArch)
+}
+
+// startAgent makes sure the helper in the container is the binary checked when the session
+// started, installing it if not, and starts it. The error says why the helper cannot be
+// used; the caller falls back to one exec per command.
+func (e *Env) startAgent(ctx context.Context, id string) (*agentConn, error) {
+	bin, info := e.helperBin, e.helper
 	if info.problem != "" {
 		return nil, errors.New(info.problem)
 	}
-	target := e.markPath("agent-" + info.sha[:16])
-	if err := e.installAgent(ctx, id, bin, target); err != nil {
+	target := path.Join(markDir, "agent-"+info.sha[:16])
+	if err := e.installAgent(ctx, id, bin, info.sha, target); err != nil {
 		return nil, err
 	}
 	cmd := []string{target, "agent"}
@@ -197,74 +205,62 @@ func (e *Env) startAgent(ctx context.Context, id string) (*agentConn, error) {
 	return a, nil
 }
 
-// installAgent copies the binary to target unless it is already there. Into a writable root
-// filesystem it goes through the archive API, root-owned and out of reach of commands; with
-// a read-only one, through an exec as root into the /tmp tmpfs (which the archive API cannot
-// see).
-func (e *Env) installAgent(ctx context.Context, id, bin, target string) error {
-	if e.cfg.ReadOnlyRootfs {
-		return e.installAgentByExec(ctx, id, bin, target)
-	}
-	sctx, cancel := context.WithTimeout(ctx, apiTimeout)
-	_, err := e.cli.ContainerStatPath(sctx, id, target)
-	cancel()
-	if err == nil {
-		return nil
-	}
-	if !cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("docker stat %s: %w", target, err)
-	}
-	f, err := os.Open(bin)
-	if err != nil {
-		return fmt.Errorf("agent binary: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("agent binary: %w", err)
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		tw := tar.NewWriter(pw)
-		now := time.Now()
-		err := tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(markDir, "/") + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: now})
-		if err == nil {
-			err = tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(target, "/"), Typeflag: tar.TypeReg, Mode: 0o755, Size: fi.Size(), ModTime: now})
-		}
-		if err == nil {
-			_, err = io.Copy(tw, f)
-		}
-		if err == nil {
-			err = tw.Close()
-		}
-		_ = pw.CloseWithError(err)
-	}()
-	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
-	defer cancel()
-	if err := e.cli.CopyToContainer(cctx, id, "/", pr, container.CopyToContainerOptions{}); err != nil {
-		_ = pr.CloseWithError(err)
-		return fmt.Errorf("docker copy helper to %s: %w", target, err)
-	}
-	return nil
-}
+// installScript makes sure, as root, that $2 is the helper with SHA-256 $3, in a directory
+// $1 that only root can write, and installs it from stdin when it is not. Nothing found in
+// the container is trusted: a directory that others can write is made private again (or set
+// aside when it is not root's), and an existing file runs only if it is root's, writable by
+// root only, and its digest is the expected one. Without sha256sum in the image the file is
+// installed afresh every time. It writes to a new name and renames, so a helper running from
+// the old file, or a concurrent install, is not disturbed.
+//
+// Exit 3: the directory cannot be made safe; 4: the installed file is not the binary.
+const installScript = `d=$1 t=$2 want=$3
+safe() { set -- "$2" $(ls -ldn "$1" 2>/dev/null); case "$2" in "$1"????-??-*) [ "$4" = 0 ];; *) false;; esac; }
+digest() { command -v sha256sum >/dev/null 2>&1 && s=$(sha256sum "$1" 2>/dev/null) && echo "${s%% *}"; }
+if ! safe "$d" d; then
+	if [ -d "$d" ] && [ ! -L "$d" ] && chmod go-w "$d" 2>/dev/null && safe "$d" d; then
+		rm -f "$t"
+	elif mv -f "$d" "$d.untrusted.$$" 2>/dev/null && mkdir -m 755 "$d" && safe "$d" d; then
+		:
+	else
+		echo "$d is not a directory only root can write, and cannot be made one: $(ls -ldn "$d" 2>&1)" >&2
+		exit 3
+	fi
+fi
+if safe "$t" - && [ "$(digest "$t")" = "$want" ]; then echo verified; exit 0; fi
+umask 022
+n="$t.new.$$"
+rm -rf "$n" && cat > "$n" && chmod 755 "$n" || exit 1
+{ [ -f "$t" ] && [ ! -L "$t" ]; } || rm -rf "$t"
+mv -f "$n" "$t" || exit 1
+got=$(digest "$t")
+if [ -n "$got" ] && [ "$got" != "$want" ]; then echo "installed file has SHA-256 $got, want $want" >&2; exit 4; fi
+echo installed`
 
-// installScript writes stdin to $1 unless an executable is already there.
-const installScript = `t=$1; [ -x "$t" ] && exit 0; umask 022; mkdir -p "${t%/*}" && cat > "$t.$$" && chmod 755 "$t.$$" && mv -f "$t.$$" "$t"`
-
-func (e *Env) installAgentByExec(ctx context.Context, id, bin, target string) error {
+// installAgent makes sure target is the helper binary (digest sha), installing bin there if
+// it is not, with an exec as root. The directory is the root-owned /.airlock: in a writable
+// root filesystem a directory of the image's filesystem made when the container was created,
+// with a read-only one a tmpfs of its own (the archive API cannot see into a tmpfs).
+func (e *Env) installAgent(ctx context.Context, id, bin, sha, target string) error {
 	f, err := os.Open(bin)
 	if err != nil {
 		return fmt.Errorf("agent binary: %w", err)
 	}
 	defer f.Close()
 	res, err := e.rawExec(ctx, id, rawExec{
-		user: "0:0", cmd: []string{"/bin/sh", "-c", installScript, "install", target}, stdin: f,
+		user: "0:0", cmd: []string{"/bin/sh", "-c", installScript, "install", markDir, target, sha}, stdin: f,
 	})
 	if err != nil {
 		return fmt.Errorf("install helper: %w", err)
 	}
-	if res.ExitCode != 0 {
-		return fmt.Errorf("install helper to %s: exit %d: %s", target, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
+	switch res.ExitCode {
+	case 0:
+		e.log.Debug("helper in place", "container", shortID(id), "path", target, "how", strings.TrimSpace(string(res.Stdout)))
+		return nil
+	case 3:
+		return fmt.Errorf("install helper: refused: %s", strings.TrimSpace(string(res.Stderr)))
+	case 4:
+		return fmt.Errorf("install helper to %s: %s (did %s change since the session started?)", target, strings.TrimSpace(string(res.Stderr)), bin)
 	}
-	return nil
+	return fmt.Errorf("install helper to %s: exit %d: %s", target, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
 }

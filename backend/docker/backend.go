@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
 	"github.com/hashicorp/go-hclog"
 
@@ -63,10 +64,21 @@ type Env struct {
 	name    string
 	policy  backend.EnvPolicy
 	imgArch string
+	// helperBin and helper are the helper binary and what checking it found; the spec, and
+	// so the fingerprint, name its digest.
+	helperBin string
+	helper    binaryInfo
 
 	// recoverMu serialises repairs, so that concurrent calls that find the container gone
-	// recreate it once.
+	// recreate it once. Close takes it too, to wait for a repair in flight.
 	recoverMu sync.Mutex
+	// life ends when Close starts; a repair in flight is cancelled by it.
+	life    context.Context
+	endLife context.CancelFunc
+	// prepareHook, set by tests only, runs just before and just after prepare makes sure
+	// of a container (stage "ensure" and "ensured"): the moments a Close racing a repair
+	// must not lose a container.
+	prepareHook func(stage string)
 
 	mu            sync.Mutex
 	closed        bool
@@ -106,18 +118,25 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 		session: newSessionID(),
 		policy:  backend.EnvPolicy{Passthrough: cfg.EnvPassthrough},
 	}
+	e.life, e.endLife = context.WithCancel(context.Background())
 	if err := e.ping(ctx); err != nil {
+		e.endLife()
 		_ = cli.Close()
 		return nil, err
 	}
 	img, err := e.inspectImage(ctx)
 	if err != nil {
+		e.endLife()
 		_ = cli.Close()
 		return nil, err
 	}
 	e.imgArch = img.Architecture
-	e.spec, err = buildSpec(cfg, img.ID)
+	if cfg.Agent != AgentOff {
+		e.helperBin, e.helper = e.checkHelper()
+	}
+	e.spec, err = buildSpec(cfg, img.ID, e.helper)
 	if err != nil {
+		e.endLife()
 		_ = cli.Close()
 		return nil, fmt.Errorf("docker: %w", err)
 	}
@@ -207,7 +226,8 @@ func (e *Env) Describe() backend.Description {
 func shortID(id string) string { return id[:min(len(id), 12)] }
 
 // Close stops the helper and, unless the container is reused, removes the container. A
-// reused container stays until its idle TTL passes and `airlock gc` removes it.
+// reused container stays until its idle TTL passes and `airlock gc` removes it. A repair in
+// flight is cancelled and waited for, so that a container it was creating is removed too.
 func (e *Env) Close(ctx context.Context) error {
 	e.mu.Lock()
 	if e.closed {
@@ -215,6 +235,12 @@ func (e *Env) Close(ctx context.Context) error {
 		return nil
 	}
 	e.closed = true
+	e.mu.Unlock()
+	e.endLife()
+	e.recoverMu.Lock() // a repair ends promptly once life has ended
+	defer e.recoverMu.Unlock()
+
+	e.mu.Lock()
 	a, id := e.agent, e.containerID
 	e.agent = nil
 	e.mu.Unlock()
@@ -225,8 +251,13 @@ func (e *Env) Close(ctx context.Context) error {
 	if a != nil {
 		a.close(ctx)
 	}
-	if id != "" && !e.cfg.ReuseContainer {
-		if err := e.remove(ctx, id); err != nil {
+	if !e.cfg.ReuseContainer {
+		if id != "" {
+			if err := e.remove(ctx, id); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := e.removeOwnByName(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -234,6 +265,22 @@ func (e *Env) Close(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("docker: close client: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// removeOwnByName removes this session's container by its name, for one whose ID this Env
+// never learnt (its create was cut short). Only a container labelled with this session is
+// removed.
+func (e *Env) removeOwnByName(ctx context.Context) error {
+	info, err := e.inspect(ctx, e.name)
+	switch {
+	case cerrdefs.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	case info.Config == nil || info.Config.Labels[labelOwner] != ownerValue || info.Config.Labels[labelSession] != e.session:
+		return nil
+	}
+	return e.remove(ctx, info.ID)
 }
 
 func (e *Env) isClosed() bool {

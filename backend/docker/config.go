@@ -3,6 +3,7 @@ package docker
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -25,7 +26,8 @@ type Config struct {
 	Image string `toml:"image"`
 	// Workdir is the workspace inside the container.
 	Workdir string `toml:"workdir"`
-	// Volumes are the exact host directories mounted into the container.
+	// Volumes are the exact host directories mounted into the container. None may lie
+	// inside another that is mounted writable (see [Config.Validate]).
 	Volumes []Volume `toml:"volumes"`
 	// ReuseContainer keeps one container per configuration fingerprint across sessions.
 	ReuseContainer bool `toml:"reuse_container"`
@@ -33,15 +35,17 @@ type Config struct {
 	ContainerNamePrefix string `toml:"container_name_prefix"`
 	// Network is the network mode: "none" (default), "bridge" or a user-defined network.
 	Network string `toml:"network"`
-	// Memory limits the container's memory (and swap): bytes or "512m".
+	// Memory limits the container's memory (and swap): bytes or "512m". It is required: a
+	// container always has a memory limit, so 0 is refused rather than read as "none".
 	Memory ByteSize `toml:"memory"`
-	// CPUs limits CPU time, in CPUs (1.5 = one and a half).
+	// CPUs limits CPU time, in CPUs (1.5 = one and a half). Like Memory, 0 is refused.
 	CPUs float64 `toml:"cpus"`
-	// PidsLimit bounds the number of processes in the container.
+	// PidsLimit bounds the number of processes in the container; 0 means the default.
 	PidsLimit int64 `toml:"pids_limit"`
 	// User runs commands as uid:gid (or a name the image knows).
 	User string `toml:"user"`
-	// ReadOnlyRootfs mounts the image's root filesystem read-only.
+	// ReadOnlyRootfs mounts the image's root filesystem read-only. The helper then lives in
+	// a small root-only tmpfs at /.airlock, whose pages count against Memory.
 	ReadOnlyRootfs bool `toml:"read_only_rootfs"`
 	// Tmpfs are extra tmpfs mounts; /tmp always is one.
 	Tmpfs []Tmpfs `toml:"tmpfs"`
@@ -66,8 +70,10 @@ type Config struct {
 	DefaultTimeout time.Duration `toml:"-"`
 	// MaxOutputBytes caps each stream when a request sets none.
 	MaxOutputBytes int64 `toml:"-"`
-	// EnvPassthrough lists the host variables (names or globs) that reach commands. PATH and
-	// HOME never do: the container has its own.
+	// EnvPassthrough lists the host variables (names or globs) that reach commands (by
+	// default LANG, LC_* and TERM among them, so that tools format output as on the host).
+	// PATH, HOME and the other variables that describe the host never do, nor does anything
+	// that looks like a secret: the container has its own.
 	EnvPassthrough []string `toml:"-"`
 	// KillGrace is the time between TERM and KILL.
 	KillGrace time.Duration `toml:"-"`
@@ -187,7 +193,10 @@ var (
 
 // Validate reports every key that cannot work, each error naming the key, e.g.
 // "environment.docker.volumes[1].host: refused: /etc is a system directory". Host paths of
-// volumes are checked after resolving their symlinks; see [CheckHostPath].
+// volumes are checked after resolving their symlinks; see [CheckHostPath]. A volume whose
+// host directory lies inside another volume's that is mounted writable is refused too: a
+// command could replace the inner directory with a symlink, which Docker would follow on the
+// host when the container next starts.
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(k, format string, args ...any) {
@@ -199,7 +208,7 @@ func (c Config) Validate() error {
 	if !path.IsAbs(c.Workdir) || path.Clean(c.Workdir) == "/" {
 		bad("workdir", "must be an absolute path below /, got %q", c.Workdir)
 	}
-	targets := map[string]string{"/tmp": "the /tmp tmpfs"}
+	targets := map[string]string{"/tmp": "the /tmp tmpfs", markDir: "the resident helper's directory"}
 	checkTarget := func(k, p string) {
 		switch {
 		case !path.IsAbs(p):
@@ -221,12 +230,23 @@ func (c Config) Validate() error {
 		}
 		targets[path.Clean(p)] = k
 	}
+	hosts := make([]hostDir, len(c.Volumes))
 	for i, v := range c.Volumes {
 		k := fmt.Sprintf("volumes[%d]", i)
-		if _, err := CheckHostPath(v.Host); err != nil {
+		hosts[i] = hostDir{clean: filepath.Clean(v.Host), writable: !v.ReadOnly}
+		if real, err := CheckHostPath(v.Host, c.Host); err != nil {
 			bad(k+".host", "%s", err.Error())
+		} else {
+			hosts[i].real = real
 		}
 		checkTarget(k+".container", v.Container)
+	}
+	for i, j := range nestedVolumes(hosts) {
+		if j < 0 {
+			continue
+		}
+		bad(fmt.Sprintf("volumes[%d].host", i), "refused: %s lies inside volumes[%d].host (%s), which is mounted writable: a command could replace it with a symlink that Docker follows on the host when the container next starts; drop volumes[%d] (its files are visible through volumes[%d] already) or make volumes[%d] read-only",
+			c.Volumes[i].Host, j, c.Volumes[j].Host, i, j, j)
 	}
 	for i, t := range c.Tmpfs {
 		checkTarget(fmt.Sprintf("tmpfs[%d].path", i), t.Path)
@@ -240,11 +260,17 @@ func (c Config) Validate() error {
 	case strings.HasPrefix(n, "container:"):
 		bad("network", "refused: sharing another container's network namespace")
 	}
-	if c.Memory != 0 && c.Memory < 6<<20 {
+	switch {
+	case c.Memory == 0:
+		bad("memory", "0 would remove the memory limit, and a container always has one; leave the key out for the default (1g) or give a size such as \"2g\"")
+	case c.Memory < 6<<20:
 		bad("memory", "%d bytes is below Docker's minimum of 6 MiB", c.Memory)
 	}
-	if c.CPUs < 0 {
-		bad("cpus", "must not be negative")
+	switch {
+	case c.CPUs == 0:
+		bad("cpus", "0 would remove the CPU limit, and a container always has one; leave the key out for the default (1) or give a number of CPUs such as 2")
+	case !(c.CPUs >= 0.01) || math.IsInf(c.CPUs, 1):
+		bad("cpus", "must be a number of CPUs of at least 0.01, got %g", c.CPUs)
 	}
 	if c.PidsLimit < 0 {
 		bad("pids_limit", "must not be negative")
@@ -277,6 +303,39 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// hostDir is one volume's host directory as configured and as resolved ("" if it cannot be).
+type hostDir struct {
+	clean, real string
+	writable    bool
+}
+
+// nestedVolumes returns, for each volume, the index of a writable volume whose host
+// directory contains its own, or -1. Lexical paths count as well as resolved ones, so that
+// a host path reached through a symlink inside a writable volume is caught too. The same
+// directory mounted twice is not nested: a mount's own root cannot be replaced from inside.
+func nestedVolumes(vs []hostDir) []int {
+	out := make([]int, len(vs))
+	for i, inner := range vs {
+		out[i] = -1
+		for j, outer := range vs {
+			if i == j || !outer.writable {
+				continue
+			}
+			if strictlyWithin(outer.real, inner.real) || strictlyWithin(outer.real, inner.clean) ||
+				strictlyWithin(outer.clean, inner.clean) {
+				out[i] = j
+				break
+			}
+		}
+	}
+	return out
+}
+
+// strictlyWithin reports whether p lies below dir (not at it); empty paths are never within.
+func strictlyWithin(dir, p string) bool {
+	return dir != "" && p != "" && filepath.Clean(dir) != filepath.Clean(p) && backend.Within(dir, p)
+}
+
 // forbidden is a host path that must not be mounted, nor any directory that contains it.
 // With subtree, everything below it is refused too; with a glob base, every entry of dir
 // whose name matches is.
@@ -306,10 +365,14 @@ var socketNames = []string{"docker.sock", "containerd.sock", "dockershim.sock", 
 
 // CheckHostPath decides whether a host path may be mounted and returns it with its symlinks
 // resolved. It refuses /, system and kernel directories, a home directory's root, Docker and
-// containerd sockets and state, the socket of DOCKER_HOST, any socket file, and any directory
-// that contains one of those. The decision is made on the resolved path, so a symlink to /etc
-// is refused as /etc.
-func CheckHostPath(p string) (string, error) {
+// containerd sockets and state, the socket of daemonHost (the configured daemon address) and
+// of DOCKER_HOST, any socket file, and any directory that contains one of those. A directory
+// that holds a unix socket of any name at its top level is refused as well: a socket in a
+// mounted directory is a door to whatever service listens on it, a container runtime's
+// most of all, and sockets are recognised by type, not by name. Sockets deeper down are not
+// looked for. The decision is made on the resolved path, so a symlink to /etc is refused as
+// /etc.
+func CheckHostPath(p, daemonHost string) (string, error) {
 	if p == "" || !filepath.IsAbs(p) {
 		return "", fmt.Errorf("must be an absolute host path, got %q", p)
 	}
@@ -321,19 +384,34 @@ func CheckHostPath(p string) (string, error) {
 	if real != filepath.Clean(p) {
 		shown = fmt.Sprintf("%s (resolved from %s)", real, p)
 	}
-	if why := refusal(real); why != "" {
+	if why := refusal(real, daemonSockets(daemonHost)); why != "" {
 		return "", fmt.Errorf("refused: %s %s", shown, why)
 	}
-	if fi, err := os.Stat(real); err != nil {
+	fi, err := os.Stat(real)
+	if err != nil {
 		return "", fmt.Errorf("cannot stat: %w", err)
-	} else if fi.Mode()&os.ModeSocket != 0 {
+	}
+	if fi.Mode()&os.ModeSocket != 0 {
 		return "", fmt.Errorf("refused: %s is a socket", shown)
+	}
+	if fi.IsDir() {
+		entries, err := os.ReadDir(real)
+		if err != nil {
+			return "", fmt.Errorf("cannot list %s to look for sockets: %w", shown, err)
+		}
+		for _, ent := range entries {
+			if ent.Type()&os.ModeSocket != 0 {
+				return "", fmt.Errorf("refused: %s contains the unix socket %s, which would let commands reach the service behind it; mount a directory without sockets",
+					shown, ent.Name())
+			}
+		}
 	}
 	return real, nil
 }
 
-// refusal says why a resolved, cleaned path may not be mounted, or "" if it may.
-func refusal(p string) string {
+// refusal says why a resolved, cleaned path may not be mounted, or "" if it may. sockets are
+// the resolved daemon sockets in use.
+func refusal(p string, sockets []string) string {
 	p = filepath.Clean(p)
 	if p == "/" {
 		return "is the host's root"
@@ -361,7 +439,10 @@ func refusal(p string) string {
 			return "is a container runtime socket"
 		}
 	}
-	if sock := daemonSocket(); sock != "" && backend.Within(p, sock) {
+	for _, sock := range sockets {
+		if !backend.Within(p, sock) {
+			continue
+		}
 		if p == sock {
 			return "is the Docker daemon's socket"
 		}
@@ -370,15 +451,19 @@ func refusal(p string) string {
 	return ""
 }
 
-// daemonSocket is the unix socket of DOCKER_HOST, resolved, if there is one.
-func daemonSocket() string {
-	h := os.Getenv("DOCKER_HOST")
-	sock, ok := strings.CutPrefix(h, "unix://")
-	if !ok || sock == "" {
-		return ""
+// daemonSockets are the unix sockets of the configured daemon address and of DOCKER_HOST,
+// resolved, for those that are unix sockets.
+func daemonSockets(host string) []string {
+	var out []string
+	for _, h := range []string{host, os.Getenv("DOCKER_HOST")} {
+		sock, ok := strings.CutPrefix(h, "unix://")
+		if !ok || sock == "" {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(sock); err == nil {
+			sock = real
+		}
+		out = append(out, filepath.Clean(sock))
 	}
-	if real, err := filepath.EvalSymlinks(sock); err == nil {
-		return real
-	}
-	return filepath.Clean(sock)
+	return out
 }

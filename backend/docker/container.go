@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,9 +35,10 @@ const (
 	labelLastUse     = "dev.airlock.last-use-file"
 )
 
-// markDir holds what the backend puts into the container's root filesystem: the helper and
-// the last-use mark. It is root-owned, so commands (running as another user) cannot replace
-// the helper.
+// markDir holds the helper and the last-use mark. It is root-owned and writable by root
+// only, so commands (running as another user) cannot replace the helper: a directory of the
+// root filesystem made when the container is created or, when the root filesystem is
+// read-only, a tmpfs of its own. The helper is checked there before every start.
 const (
 	markDir     = "/.airlock"
 	lastUseFile = markDir + "/last-use"
@@ -104,7 +104,9 @@ func processStart(pid int) string {
 }
 
 // ensureContainer returns a running container with this configuration: the existing one
-// (started again if it stopped), or a new one. note says what was done, for Results.
+// (started again if it stopped), or a new one. note says what was done, for Results. Before
+// a container starts, its volumes' host directories are checked again (see
+// [spec.checkSources]).
 func (e *Env) ensureContainer(ctx context.Context) (id, note string, err error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		info, err := e.inspect(ctx, e.name)
@@ -125,8 +127,12 @@ func (e *Env) ensureContainer(ctx context.Context) (id, note string, err error) 
 		if info.State != nil && info.State.Running && !info.State.Restarting {
 			return info.ID, "reused container " + e.name, nil
 		}
-		if err := e.start(ctx, info.ID); err == nil {
+		err = e.start(ctx, info.ID)
+		switch {
+		case err == nil:
 			return info.ID, fmt.Sprintf("restarted container %s (it was %s)", e.name, info.State.Status), nil
+		case errors.Is(err, errVolumeChanged):
+			return "", "", err // a new container would mount the same sources
 		}
 		// It cannot start again (its mounts or runtime changed under it): replace it.
 		if err := e.remove(ctx, info.ID); err != nil {
@@ -187,7 +193,12 @@ func (e *Env) prepareRootfs(ctx context.Context, id string) error {
 	return nil
 }
 
+// start starts a created or stopped container, after checking its volumes' host
+// directories again, as late as can be (see [spec.checkSources]).
 func (e *Env) start(ctx context.Context, id string) error {
+	if err := e.spec.checkSources(e.cfg.Host); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
 	if err := e.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
@@ -369,13 +380,4 @@ func processAlive(pid int, start string) bool {
 		return false
 	}
 	return start == "" || processStart(pid) == start
-}
-
-// markPath is where the helper lives in the container: the root-owned mark directory, or
-// /tmp when the root filesystem is read-only.
-func (e *Env) markPath(name string) string {
-	if e.cfg.ReadOnlyRootfs {
-		return path.Join("/tmp/.airlock", name)
-	}
-	return path.Join(markDir, name)
 }

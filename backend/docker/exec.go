@@ -123,10 +123,15 @@ func (e *Env) ready(ctx context.Context) ([]string, error) {
 	return e.repair(ctx, why)
 }
 
-// repair brings back a running container and helper; concurrent callers repair once.
+// repair brings back a running container and helper; concurrent callers repair once. Close
+// cancels a repair in flight and waits for it.
 func (e *Env) repair(ctx context.Context, why string) ([]string, error) {
 	e.recoverMu.Lock()
 	defer e.recoverMu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(e.life, cancel)
+	defer stop()
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -172,9 +177,18 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 		recreated = id == ""
 	}
 	if id == "" {
+		if e.prepareHook != nil {
+			e.prepareHook("ensure")
+		}
 		newID, note, err := e.ensureContainer(ctx)
 		if err != nil {
 			return nil, err
+		}
+		e.mu.Lock()
+		e.containerID = newID // recorded at once, for a Close that waits for this repair
+		e.mu.Unlock()
+		if e.prepareHook != nil {
+			e.prepareHook("ensured")
 		}
 		info, err := e.inspect(ctx, newID)
 		if err != nil {
@@ -184,7 +198,6 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 			notes = append(notes, "environment recreated: "+why+"; "+note)
 		}
 		e.mu.Lock()
-		e.containerID = newID
 		if info.Config != nil {
 			e.containerEnv = info.Config.Env
 		}
@@ -226,10 +239,9 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		// Closed while repairing: do not leave a helper behind.
-		if a != nil {
-			go a.close(context.Background())
-		}
+		// Closed while repairing: Close, waiting for this repair, stops the helper and
+		// removes the container, which are recorded for it.
+		e.agent = a
 		return nil, backend.ErrClosed
 	}
 	e.agent, e.mode, e.agentStarts, e.agentDisabled = a, mode, starts, disabled

@@ -119,10 +119,15 @@ func TestForkBombStoppedByPidsLimit(t *testing.T) {
 	}
 }
 
+// Host variables reach commands only through env_passthrough (by default LANG, LC_* and
+// TERM among them, as configs/examples/docker.toml says); secrets never do, whatever the
+// list says, and neither do PATH, HOME or variables the list does not name.
 func TestHostSecretsAndPathStayOut(t *testing.T) {
 	t.Setenv("MY_API_TOKEN", "host-secret-token")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "host-secret-aws")
 	t.Setenv("LANG", "C.UTF-8")
+	t.Setenv("LC_AIRLOCK_TEST", "from-host")
+	t.Setenv("AIRLOCK_TEST_UNLISTED", "host-unlisted")
 	for _, mode := range []string{docker.ModeAgent, docker.ModeExec} {
 		t.Run(mode, func(t *testing.T) {
 			env := newEnv(t, testConfig(t, sharedWorkspace(t), mode))
@@ -133,8 +138,11 @@ func TestHostSecretsAndPathStayOut(t *testing.T) {
 			if !strings.Contains(out, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") || strings.Contains(out, "HOME=/root") {
 				t.Errorf("PATH/HOME not the container's:\n%s", out)
 			}
-			if !strings.Contains(out, "LANG=C.UTF-8") {
+			if !strings.Contains(out, "LANG=C.UTF-8") || !strings.Contains(out, "LC_AIRLOCK_TEST=from-host") {
 				t.Errorf("passthrough variable missing:\n%s", out)
+			}
+			if strings.Contains(out, "host-unlisted") {
+				t.Errorf("a variable env_passthrough does not name reached the container:\n%s", out)
 			}
 		})
 	}

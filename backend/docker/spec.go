@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,9 +18,22 @@ import (
 // containerPath is the default PATH inside the container; the host's PATH never enters.
 const containerPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// tmpOptions mount /tmp (and extra tmpfs mounts) executable, so that the helper may live
-// there when the root filesystem is read-only.
+// tmpOptions mount /tmp (and extra tmpfs mounts) executable: commands may build and run
+// programs there.
 var tmpOptions = []string{"rw", "exec", "nosuid", "nodev", "mode=1777"}
+
+// helperTmpfsOptions mount the helper's directory when the root filesystem is read-only: a
+// tmpfs of its own, owned by root and writable by root only, so that no command (running as
+// another user) can put anything there, whatever ran in the container before.
+var helperTmpfsOptions = []string{"rw", "exec", "nosuid", "nodev", "mode=0755"}
+
+// helperTmpfsSize is the size of the helper's tmpfs: room for the binary while a second copy
+// is written next to it, and at least 64 MiB. Its pages count against the memory limit only
+// as far as they are used.
+func helperTmpfsSize(binary int64) int64 {
+	const mib = 1 << 20
+	return max(64*mib, (2*binary+mib-1)/mib*mib)
+}
 
 // spec is what the container is, in OCI runtime-spec terms. It is built once from the
 // configuration, hashed into the fingerprint, and translated once to Engine API types.
@@ -30,6 +45,7 @@ type spec struct {
 	Network         string                  `json:"network"`
 	Runtime         string                  `json:"runtime,omitempty"`
 	ReadOnlyRootfs  bool                    `json:"read_only_rootfs"`
+	Agent           string                  `json:"agent"` // "off", "unusable" or the helper's "sha256:…"
 	NoNewPrivileges bool                    `json:"no_new_privileges"`
 	Init            bool                    `json:"init"`
 	Mounts          []specs.Mount           `json:"mounts"`
@@ -38,8 +54,10 @@ type spec struct {
 }
 
 // buildSpec turns a validated configuration into a spec. Host paths are resolved again here,
-// so the fingerprint names the real directories.
-func buildSpec(cfg Config, imageID string) (spec, error) {
+// so the fingerprint names the real directories. helper is the helper binary that will be
+// installed (ignored when the helper is off): its digest is part of the fingerprint, so a
+// container prepared for one helper, or for none, is never reused for another.
+func buildSpec(cfg Config, imageID string, helper binaryInfo) (spec, error) {
 	s := spec{
 		ImageID:         imageID,
 		Workdir:         cfg.Workdir,
@@ -49,6 +67,14 @@ func buildSpec(cfg Config, imageID string) (spec, error) {
 		ReadOnlyRootfs:  cfg.ReadOnlyRootfs,
 		NoNewPrivileges: true,
 		Init:            true,
+	}
+	switch {
+	case cfg.Agent == AgentOff:
+		s.Agent = AgentOff
+	case helper.problem != "" || helper.sha == "":
+		s.Agent = "unusable"
+	default:
+		s.Agent = "sha256:" + helper.sha
 	}
 	env := map[string]string{"PATH": containerPath, "HOME": "/tmp"}
 	for k, v := range cfg.Env {
@@ -60,7 +86,7 @@ func buildSpec(cfg Config, imageID string) (spec, error) {
 	sort.Strings(s.Env)
 
 	for _, v := range cfg.Volumes {
-		real, err := CheckHostPath(v.Host)
+		real, err := CheckHostPath(v.Host, cfg.Host)
 		if err != nil {
 			return spec{}, err
 		}
@@ -78,6 +104,10 @@ func buildSpec(cfg Config, imageID string) (spec, error) {
 			opts = append(opts, "size="+strconv.FormatInt(int64(t.Size), 10))
 		}
 		s.Mounts = append(s.Mounts, specs.Mount{Destination: t.Path, Type: "tmpfs", Source: "tmpfs", Options: opts})
+	}
+	if s.ReadOnlyRootfs && strings.HasPrefix(s.Agent, "sha256:") {
+		opts := append(append([]string(nil), helperTmpfsOptions...), "size="+strconv.FormatInt(helperTmpfsSize(helper.size), 10))
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: markDir, Type: "tmpfs", Source: "tmpfs", Options: opts})
 	}
 
 	caps := make([]string, 0, len(cfg.CapAdd))
@@ -105,6 +135,32 @@ func buildSpec(cfg Config, imageID string) (spec, error) {
 		s.Resources.Pids = &specs.LinuxPids{Limit: &n}
 	}
 	return s, nil
+}
+
+// errVolumeChanged marks a volume whose host directory may no longer be mounted.
+var errVolumeChanged = errors.New("volume host path changed")
+
+// checkSources checks, just before a container with this spec starts, that every host
+// directory may still be mounted and is still the directory the spec was built with: Docker
+// resolves a bind mount's source when the container starts, so a source (or a directory
+// above it) replaced with a symlink since would mount whatever the symlink names.
+func (s spec) checkSources(daemonHost string) error {
+	var errs []error
+	for _, m := range s.Mounts {
+		if m.Type != "bind" {
+			continue
+		}
+		real, err := CheckHostPath(m.Source, daemonHost)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("docker: refusing to start the container (%w): volume %s (mounted at %s) can no longer be mounted: %w",
+				errVolumeChanged, m.Source, m.Destination, err))
+		case real != m.Source:
+			errs = append(errs, fmt.Errorf("docker: refusing to start the container (%w): volume %s (mounted at %s) now resolves to %s: it, or a directory above it, was replaced with a symlink since the session started; restore %[2]s, or start a new session to mount what it names now",
+				errVolumeChanged, m.Source, m.Destination, real))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // fingerprint is the SHA-256 of everything that makes two containers interchangeable.

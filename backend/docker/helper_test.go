@@ -1,0 +1,180 @@
+package docker_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend/docker/dockertest"
+)
+
+// findHelper sets $p to the PID of the helper; a command runs as the helper's user, so it
+// can find it.
+const findHelper = `p=; for d in /proc/[0-9]*; do case "$(tr '\0' ' ' < $d/cmdline 2>/dev/null)" in /.airlock/agent-*) p=${d#/proc/};; esac; done`
+
+// dockerExec runs a shell command in the container from outside, as user (the container's
+// user if ""): as root, it does what something with root in the container (the image, or an
+// earlier session configured to run as root) could.
+func dockerExec(t *testing.T, id, user, script string) string {
+	t.Helper()
+	args := []string{"exec"}
+	if user != "" {
+		args = append(args, "-u", user)
+	}
+	out, err := exec.Command("docker", append(args, id, "sh", "-c", script)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker exec %q: %v\n%s", script, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func fileSHA256(t *testing.T, p string) string {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// The helper lives in /.airlock, which only root can write, with a writable root filesystem
+// and with a read-only one (where it is a tmpfs of its own, never a directory under the
+// world-writable /tmp). Commands cannot replace it; and what was changed in the container by
+// root is not trusted: the next start checks the directory and the helper's digest and puts
+// the real helper back.
+func TestHelperCannotBeReplaced(t *testing.T) {
+	const wrap = `for f in agent-*; do mv "$f" "$f.real" && printf '#!/bin/sh\necho hijacked > /tmp/pwned\nexec "$0.real" "$@"\n' > "$f" && chmod 755 "$f"; done`
+	// Each puts a wrapper in the helper's place, as root or, once root opened the directory,
+	// as the command user.
+	tampers := []struct {
+		name string
+		do   func(t *testing.T, id string)
+	}{
+		{"file_replaced_by_root", func(t *testing.T, id string) { dockerExec(t, id, "0:0", "cd /.airlock && "+wrap) }},
+		{"directory_opened_by_root", func(t *testing.T, id string) {
+			dockerExec(t, id, "0:0", "chmod 777 /.airlock")
+			dockerExec(t, id, "", "cd /.airlock && "+wrap)
+		}},
+	}
+	for _, readOnly := range []bool{false, true} {
+		for _, tamper := range tampers {
+			name := "writable_rootfs/" + tamper.name
+			if readOnly {
+				name = "read_only_rootfs/" + tamper.name
+			}
+			t.Run(name, func(t *testing.T) { testHelperCannotBeReplaced(t, readOnly, tamper.do) })
+		}
+	}
+}
+
+func testHelperCannotBeReplaced(t *testing.T, readOnly bool, tamper func(t *testing.T, id string)) {
+	cfg := testConfig(t, dockertest.Workspace(t), docker.ModeAgent)
+	cfg.ReuseContainer = false
+	cfg.ReadOnlyRootfs = readOnly
+	env := newEnv(t, cfg)
+	if d := env.Describe(); d.Mode != docker.ModeAgent {
+		t.Fatalf("mode %q, notes %q", d.Mode, d.Notes)
+	}
+	want := fileSHA256(t, cfg.AgentBinary)
+	helperFile := sh(t, env, findHelper+`; tr '\0' '\n' < /proc/$p/cmdline | head -1`)
+	if !strings.HasPrefix(helperFile, "/.airlock/agent-") {
+		t.Fatalf("helper runs from %q, want /.airlock/agent-*", helperFile)
+	}
+	if got := sh(t, env, "ls -ldn /.airlock | cut -c1-10; ls -ldn /.airlock | awk '{print $3}'"); got != "drwxr-xr-x\n0" {
+		t.Errorf("/.airlock: %q, want drwxr-xr-x owned by 0", got)
+	}
+
+	// As the command user: nothing in /.airlock can be written, replaced or moved.
+	res := mustExec(t, env, backend.Request{Command: `cd /.airlock || exit 9
+for f in agent-*; do mv "$f" "$f.real" && exit 1; printf '#!/bin/sh\necho hijacked\n' > "$f" && exit 2; done
+touch /.airlock/x && exit 3
+mv /.airlock /.airlock.old 2>/dev/null && exit 4
+mkdir -p /tmp/.airlock && chmod 777 /tmp/.airlock
+exit 0`})
+	if res.ExitCode != 0 {
+		t.Errorf("the command user changed /.airlock (step %d): %s", res.ExitCode, res.Stderr)
+	}
+
+	// From outside: put a wrapper in the helper's place, then stop the helper so that
+	// the next call starts it again.
+	id := env.ContainerID()
+	tamper(t, id)
+	dockerExec(t, id, "", findHelper+`; kill -KILL $p`)
+	time.Sleep(300 * time.Millisecond)
+
+	res = mustExec(t, env, backend.Request{Command: "cat /tmp/pwned 2>/dev/null; echo ok"})
+	if strings.Contains(string(res.Stdout), "hijacked") || string(res.Stdout) != "ok\n" {
+		t.Errorf("after the helper was replaced: stdout %q stderr %q", res.Stdout, res.Stderr)
+	}
+	if !hasNote(res, "restarted the resident helper") || env.Describe().Mode != docker.ModeAgent {
+		t.Errorf("notes %q, mode %q", res.Notes, env.Describe().Mode)
+	}
+	if got := sh(t, env, "ls -ldn /.airlock | cut -c1-10"); got != "drwxr-xr-x" {
+		t.Errorf("/.airlock after the restart: %q", got)
+	}
+	if got := sh(t, env, findHelper+`; sha256sum "$(tr '\0' '\n' < /proc/$p/cmdline | head -1)" | cut -d' ' -f1`); got != want {
+		t.Errorf("the helper's file has SHA-256 %s, want the binary's %s", got, want)
+	}
+}
+
+// A reused container prepared with the helper off is never reused by a session that runs
+// the helper (the reviewer's path to a helper directory the command user owned), nor by one
+// with another helper binary: the helper is part of the fingerprint.
+func TestHelperPartOfFingerprint(t *testing.T) {
+	ws := dockertest.Workspace(t)
+	off := testConfig(t, ws, docker.ModeExec)
+	off.ReadOnlyRootfs = true
+	envOff := newEnv(t, off)
+	res := mustExec(t, envOff, backend.Request{Command: "mkdir -m 777 /.airlock 2>/dev/null && exit 1; mkdir -m 777 /tmp/.airlock; exit 0"})
+	if res.ExitCode != 0 {
+		t.Errorf("a command made /.airlock in a read-only root filesystem")
+	}
+
+	on := off
+	on.Agent = docker.AgentAuto
+	on.AgentBinary = dockertest.AgentBinary(t)
+	envOn := newEnv(t, on)
+	if envOn.ContainerID() == envOff.ContainerID() {
+		t.Fatalf("the helper-off container %s was reused with the helper on", envOff.ContainerID())
+	}
+	if d := envOn.Describe(); d.Mode != docker.ModeAgent {
+		t.Errorf("mode %q, notes %q", d.Mode, d.Notes)
+	}
+	if got := sh(t, envOn, "ls -ldn /.airlock | cut -c1-10; ls -d /tmp/.airlock 2>/dev/null; true"); got != "drwxr-xr-x" {
+		t.Errorf("helper directory: %q", got)
+	}
+
+	// Another binary (a copy with a byte appended still runs) gets another container.
+	other := t.TempDir() + "/airlock"
+	b, err := os.ReadFile(on.AgentBinary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, append(b, 0), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	on2 := on
+	on2.AgentBinary = other
+	envOn2 := newEnv(t, on2)
+	if envOn2.ContainerID() == envOn.ContainerID() {
+		t.Errorf("a different helper binary reused the container")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, e := range []*docker.Env{envOff, envOn, envOn2} {
+		_ = e.Close(ctx)
+	}
+}
