@@ -59,7 +59,11 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 				KillGrace: e.cfg.KillGrace, MaxOutputBytes: capBytes,
 			})
 			if errors.Is(err, backend.ErrUnavailable) && !errors.Is(err, backend.ErrClosed) {
-				err = fmt.Errorf("docker: the helper in %s stopped while the command ran; the environment is repaired on the next call: %w", e.name, err)
+				said := ""
+				if msg := strings.TrimSpace(string(a.stderr.Bytes())); msg != "" {
+					said = " (it said: " + msg + ")"
+				}
+				err = fmt.Errorf("docker: the helper in %s stopped while the command ran%s; the environment is repaired on the next call: %w", e.name, said, err)
 			}
 		} else {
 			res, err = e.execOnce(ctx, id, req, dir, env, timeout, capBytes)

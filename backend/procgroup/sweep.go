@@ -3,6 +3,7 @@ package procgroup
 import (
 	"bytes"
 	"os"
+	"os/signal"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -32,8 +33,33 @@ func EnableSubreaper() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return err
 	}
-	subreaper.Store(true)
+	if subreaper.Swap(true) {
+		return nil
+	}
+	// Orphans that exit become our zombies, and a zombie holds its PID: under a pids limit
+	// (a fork bomb in a container) they would starve this process of threads. Reap them as
+	// they die, as an init would.
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGCHLD)
+	go func() {
+		for range ch {
+			reapZombies()
+		}
+	}()
 	return nil
+}
+
+// reapZombies reaps children that have exited and are not a running command's leader (whose
+// status Run's own wait collects).
+func reapZombies() {
+	leadersMu.Lock()
+	defer leadersMu.Unlock()
+	for _, c := range children(os.Getpid()) {
+		if c.zombie && !leaders[c.pid] {
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(c.pid, &ws, syscall.WNOHANG, nil)
+		}
+	}
 }
 
 // Sweep kills and reaps every child of this process that is not a running command's leader,
@@ -46,7 +72,8 @@ func Sweep() int {
 	self := os.Getpid()
 	for round := 0; round < 16; round++ {
 		found := 0
-		for _, pid := range children(self) {
+		for _, c := range children(self) {
+			pid := c.pid
 			if leaders[pid] {
 				continue
 			}
@@ -64,13 +91,19 @@ func Sweep() int {
 	return killed
 }
 
-// children lists the PIDs whose parent is ppid, from /proc.
-func children(ppid int) []int {
+// child is a process whose parent is this one.
+type child struct {
+	pid    int
+	zombie bool
+}
+
+// children lists the processes whose parent is ppid, from /proc.
+func children(ppid int) []child {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	var out []int
+	var out []child
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -90,7 +123,7 @@ func children(ppid int) []int {
 			continue
 		}
 		if p, err := strconv.Atoi(string(fields[1])); err == nil && p == ppid {
-			out = append(out, pid)
+			out = append(out, child{pid: pid, zombie: string(fields[0]) == "Z"})
 		}
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -39,6 +40,7 @@ func init() {
 			fmt.Fprintln(s.err, "airlock agent: subreaper:", err)
 			return 1
 		}
+		prewarmThreads(agentThreads)
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		defer stop()
 		if err := agent.Serve(ctx, s.in, s.out, agent.ServeOptions{Shell: *shell, TouchFile: *touch}); err != nil {
@@ -47,4 +49,24 @@ func init() {
 		}
 		return 0
 	}})
+}
+
+// agentThreads is how many OS threads the helper makes before it serves.
+const agentThreads = 16
+
+// prewarmThreads makes the Go runtime start n OS threads now, which it then keeps idle for
+// later use. The helper shares its container's pids limit with the commands it runs: once a
+// fork bomb has taken every PID, a runtime that needs one more thread dies ("failed to create
+// new OS thread"), and with it every later call. Threads made up front are never given back.
+func prewarmThreads(n int) {
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ts := unix.Timespec{Nsec: 20e6}
+			_ = unix.Nanosleep(&ts, nil) // a blocking syscall: the runtime hands its P to a new thread
+		}()
+	}
+	wg.Wait()
 }
