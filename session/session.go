@@ -112,7 +112,10 @@ func (s *Store) Close() error {
 		return nil
 	}
 	err := s.save()
-	cerr := s.lock.Close() // releases the flock
+	// Unlock before closing: a child forked at this moment holds a copy of the descriptor
+	// until it execs, and would keep the lock alive past Close.
+	_ = syscall.Flock(int(s.lock.Fd()), syscall.LOCK_UN)
+	cerr := s.lock.Close()
 	s.lock = nil
 	return errors.Join(err, cerr)
 }
