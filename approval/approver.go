@@ -128,8 +128,9 @@ func (t *TTYApprover) Ask(ctx context.Context, p Prompt) (Answer, error) {
 	select {
 	case line, ok := <-t.lines:
 		if !ok {
-			fmt.Fprintln(t.out, "\nairlock: end of input, denied")
-			return deny, nil
+			// Nobody is there to answer: not a person's decision.
+			fmt.Fprintln(t.out, "\nairlock: end of input, refused")
+			return Answer{}, ErrNoApprover
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "o", "once", "y", "yes":
@@ -141,7 +142,7 @@ func (t *TTYApprover) Ask(ctx context.Context, p Prompt) (Answer, error) {
 		}
 	case <-timeout:
 		fmt.Fprintln(t.out, "\nairlock: no answer in time, denied")
-		return deny, nil
+		return Answer{Choice: Deny, By: "tty:timeout"}, nil
 	case <-ctx.Done():
 		return deny, fmt.Errorf("tty approval: %w", ctx.Err())
 	}

@@ -21,7 +21,6 @@ func TestTTYApprover(t *testing.T) {
 		{"S\n", Session},
 		{"d\n", Deny},
 		{"whatever\n", Deny},
-		{"", Deny}, // end of input
 	}
 	for _, tc := range tests {
 		t.Run(tc.input, func(t *testing.T) {
@@ -52,8 +51,15 @@ func TestTTYApproverTimeoutAndNoTerminal(t *testing.T) {
 	a := NewTTYApprover(r, io.Discard, 20*time.Millisecond)
 	a.IsTerminal = func() bool { return true }
 	ans, err := a.Ask(context.Background(), Prompt{CallID: "c1", Command: "make"})
-	if err != nil || ans.Choice != Deny {
+	if err != nil || ans.Choice != Deny || ans.By != "tty:timeout" {
 		t.Fatalf("timeout: %+v %v", ans, err)
+	}
+
+	// End of input: nobody is there to answer, which is not a person's denial.
+	e := NewTTYApprover(strings.NewReader(""), io.Discard, time.Second)
+	e.IsTerminal = func() bool { return true }
+	if _, err := e.Ask(context.Background(), Prompt{CallID: "c1", Command: "make"}); !errors.Is(err, ErrNoApprover) {
+		t.Errorf("end of input: err = %v, want ErrNoApprover", err)
 	}
 
 	// A pipe is not a terminal: nobody can answer.
