@@ -304,6 +304,9 @@ func (e *Env) Describe() backend.Description {
 		"commands run on the remote host as " + e.cfg.User + ": no filesystem or network isolation there",
 		"no variable of the Airlock host reaches remote commands",
 	}, e.notes...)
+	if e.mode != ModeAgent {
+		notes = append(notes, "session mode kills each command's process group; a process that leaves it with setsid can outlive its command (the resident helper, a subreaper, does not have that gap)")
+	}
 	return backend.Description{
 		Kind:      "ssh",
 		Mode:      e.mode,
