@@ -220,6 +220,9 @@ func (e *Env) Describe() backend.Description {
 	if strings.HasPrefix(e.cfg.User, "0") || strings.HasPrefix(e.cfg.User, "root") {
 		d.Notes = append(d.Notes, "commands run as root inside the container (environment.docker.user)")
 	}
+	if d.Mode == ModeExec {
+		d.Notes = append(d.Notes, "exec mode kills each command's process group; a process that leaves it with setsid can outlive its command inside the container until it is removed (the resident helper, a subreaper, does not have that gap)")
+	}
 	return d
 }
 
