@@ -109,6 +109,18 @@ func (b *CappedBuffer) orderedTail() []byte {
 	return append(out, b.tail[:b.tpos]...)
 }
 
+// Captured returns the part of a Result that two capped streams give: what was kept of
+// each, whether either was cut, and how much each command wrote in all.
+func Captured(stdout, stderr *CappedBuffer) Result {
+	return Result{
+		Stdout:      stdout.Bytes(),
+		Stderr:      stderr.Bytes(),
+		Truncated:   stdout.Truncated() || stderr.Truncated(),
+		StdoutBytes: stdout.Total(),
+		StderrBytes: stderr.Total(),
+	}
+}
+
 // TruncationMarker is the line put where output was cut. It is stable so that models and tests
 // can recognise it.
 func TruncationMarker(dropped int64) string {

@@ -375,26 +375,18 @@ func (e *Env) execOnce(ctx context.Context, id string, req backend.Request, dir 
 	if err != nil {
 		return backend.Result{}, err
 	}
-	errOut := stderr.Bytes()
-	if code == 125 && bytes.HasPrefix(errOut, []byte("airlock-wrapper:")) {
-		line, _, _ := strings.Cut(string(errOut), "\n")
+	res := backend.Captured(stdout, stderr)
+	if code == 125 && bytes.HasPrefix(res.Stderr, []byte("airlock-wrapper:")) {
+		line, _, _ := strings.Cut(string(res.Stderr), "\n")
 		kind, what, _ := strings.Cut(strings.TrimPrefix(line, "airlock-wrapper:"), ":")
 		if kind == "outside" {
 			return backend.Result{}, fmt.Errorf("%w: working directory %q resolves to %s, outside %s", backend.ErrOutsideWorkspace, req.Dir, what, e.cfg.Workdir)
 		}
 		return backend.Result{}, fmt.Errorf("%w: working directory %q does not exist in the container", backend.ErrInvalidRequest, what)
 	}
-	return backend.Result{
-		ExitCode:    code,
-		Stdout:      stdout.Bytes(),
-		Stderr:      errOut,
-		Truncated:   stdout.Truncated() || stderr.Truncated(),
-		StdoutBytes: stdout.Total(),
-		StderrBytes: stderr.Total(),
-		Duration:    time.Since(start),
-		TimedOut:    timedOut,
-		Cancelled:   cancelled,
-	}, nil
+	res.ExitCode, res.Duration = code, time.Since(start)
+	res.TimedOut, res.Cancelled = timedOut, cancelled
+	return res, nil
 }
 
 // execErr maps an exec failure: a missing or stopped container needs repair, a daemon that

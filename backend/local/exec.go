@@ -54,18 +54,10 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 	if err != nil {
 		return backend.Result{ExitCode: procgroup.StartFailureCode(err), Stderr: []byte(err.Error() + "\n")}, nil
 	}
-	res := backend.Result{
-		ExitCode:    out.ExitCode,
-		Stdout:      stdout.Bytes(),
-		Stderr:      stderr.Bytes(),
-		Truncated:   stdout.Truncated() || stderr.Truncated(),
-		StdoutBytes: stdout.Total(),
-		StderrBytes: stderr.Total(),
-		Duration:    out.Duration,
-		TimedOut:    out.TimedOut,
-		Cancelled:   out.Cancelled,
-		Streamed:    req.Stdout != nil || req.Stderr != nil,
-	}
+	res := backend.Captured(stdout, stderr)
+	res.ExitCode, res.Duration = out.ExitCode, out.Duration
+	res.TimedOut, res.Cancelled = out.TimedOut, out.Cancelled
+	res.Streamed = req.Stdout != nil || req.Stderr != nil
 	e.log.Debug("exec finished", "exit_code", res.ExitCode, "duration_ms", res.Duration.Milliseconds(),
 		"timed_out", res.TimedOut, "cancelled", res.Cancelled)
 	return res, nil

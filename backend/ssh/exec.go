@@ -142,16 +142,8 @@ func (e *Env) execSession(ctx context.Context, l *link, req backend.Request, dir
 	if timedOut || cancelled {
 		waitErr = e.stop(l, s, errF, waitCh)
 	}
-	res := backend.Result{
-		Stdout:      stdout.Bytes(),
-		Stderr:      stderr.Bytes(),
-		Truncated:   stdout.Truncated() || stderr.Truncated(),
-		StdoutBytes: stdout.Total(),
-		StderrBytes: stderr.Total(),
-		Duration:    time.Since(start),
-		TimedOut:    timedOut,
-		Cancelled:   cancelled,
-	}
+	res := backend.Captured(stdout, stderr)
+	res.Duration, res.TimedOut, res.Cancelled = time.Since(start), timedOut, cancelled
 	// What the wrapper reported before the command: refused directory, or its group.
 	switch word, rest := errF.status(); word {
 	case "nodir":
