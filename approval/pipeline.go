@@ -2,13 +2,13 @@ package approval
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/airlock-dev/airlock/concurrency"
 	"github.com/airlock-dev/airlock/pipeline"
+	"github.com/airlock-dev/airlock/terminal"
 	"github.com/airlock-dev/airlock/tool"
 )
 
@@ -44,7 +44,7 @@ func (s *Step) Approve(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 	var dec Decision
 	var err error
 	if req.Tool.Name == s.CommandTool {
-		r.Command = commandOf(req.Args)
+		r.Command = terminal.Command(req.Args)
 		dec, err = s.Gate.Decide(ctx, r)
 	} else {
 		r.Command = describeCall(req)
@@ -75,19 +75,11 @@ func (s *Step) Scope(req *pipeline.Request) []concurrency.PathAccess {
 	if req.Tool.Name != s.CommandTool {
 		return nil
 	}
-	v := s.Gate.Classifier().Classify(commandOf(req.Args))
+	v := s.Gate.Classifier().Classify(terminal.Command(req.Args))
 	if v.Risk == RiskSafe && v.Parsed {
 		return []concurrency.PathAccess{{Path: "/", Access: concurrency.Read}}
 	}
 	return []concurrency.PathAccess{{Path: "/", Access: concurrency.Write}}
-}
-
-func commandOf(args json.RawMessage) string {
-	var a struct {
-		Command string `json:"command"`
-	}
-	_ = json.Unmarshal(args, &a)
-	return a.Command
 }
 
 func riskOfTool(r tool.Risk) Risk {
