@@ -38,20 +38,8 @@ container_name_prefix = %q
 [approvals]
 mode = "auto"
 `, image, airlockBin, prefix, extra))
-	t.Cleanup(func() { removeByPrefix(cli, prefix) })
+	t.Cleanup(func() { dockertest.RemoveContainers(prefix) })
 	return dir, prefix, cli
-}
-
-func removeByPrefix(cli *client.Client, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", prefix))})
-	if err != nil {
-		return
-	}
-	for _, c := range list {
-		_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
-	}
 }
 
 func hostnameOf(t *testing.T, dir string) string {

@@ -9,10 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/client"
-
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/backend/docker/dockertest"
@@ -24,25 +20,8 @@ var prefix = fmt.Sprintf("airlocktest_%d_", os.Getpid())
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	removeOurContainers()
+	dockertest.RemoveContainers(prefix)
 	os.Exit(code)
-}
-
-func removeOurContainers() {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		return
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", prefix))})
-	if err != nil {
-		return
-	}
-	for _, c := range list {
-		_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
-	}
 }
 
 var shared struct {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 )
 
@@ -120,5 +122,24 @@ func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// RemoveContainers force-removes every container whose name contains prefix: test cleanup,
+// best effort, on the daemon DOCKER_HOST names.
+func RemoveContainers(prefix string) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", prefix))})
+	if err != nil {
+		return
+	}
+	for _, c := range list {
+		_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
 	}
 }
