@@ -136,7 +136,6 @@ type flight struct {
 	rec     *receipt.Receipt
 	result  *Result // set once the call is over
 	started time.Time
-	queued  time.Duration
 	mu      sync.Mutex
 }
 

@@ -24,8 +24,8 @@ func init() {
 		fs.SetOutput(s.err)
 		touch := fs.String("touch", "", "file whose mtime is set each time a command starts (a last-use mark for gc)")
 		shell := fs.String("shell", "/bin/sh", "shell that runs command strings")
-		if err := fs.Parse(args); err != nil {
-			return 2
+		if code, done := parseFlags(fs, args); done {
+			return code
 		}
 		// Commands run as the helper's own user. Not dumpable, the helper's /proc entries
 		// (its stdin and stdout among them) belong to root, so a command cannot write frames
