@@ -75,8 +75,8 @@ func (s *Step) Scope(req *pipeline.Request) []concurrency.PathAccess {
 	if req.Tool.Name != s.CommandTool {
 		return nil
 	}
-	v := s.Gate.Classifier().Classify(terminal.Command(req.Args))
-	if v.Risk == RiskSafe && v.Parsed {
+	// req.Risk is the verdict Approve gave; input that did not parse is never safe.
+	if req.Risk == RiskSafe.String() {
 		return []concurrency.PathAccess{{Path: "/", Access: concurrency.Read}}
 	}
 	return []concurrency.PathAccess{{Path: "/", Access: concurrency.Write}}

@@ -48,6 +48,9 @@ type Request struct {
 	SessionID string
 	// Paths holds policy's resolved paths when approval runs.
 	Paths []tool.ResolvedPath
+	// Risk holds approval's verdict on the call once approved (the scheduler's Scoper reads
+	// it rather than judging the call again).
+	Risk string
 	// OnWait is set for approval: call it just before blocking on a person, so the ledger
 	// records the call as waiting.
 	OnWait func()

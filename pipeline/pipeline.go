@@ -264,7 +264,7 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 	decidedBy = append(decidedBy, a.DecidedBy)
 	now := time.Now().UTC()
 	f.rec.Decision, f.rec.ReasonCode, f.rec.DecidedBy, f.rec.DecidedAt = string(Allow), a.Code, strings.Join(decidedBy, ", "), &now
-	f.rec.Risk = a.Risk
+	f.rec.Risk, f.req.Risk = a.Risk, a.Risk
 	return f
 }
 
