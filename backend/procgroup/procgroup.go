@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // PipeDrain bounds how long Run waits for the output pipes to close after the group was
@@ -126,15 +128,19 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 		killGroup(pgid, grace, done)
 	}()
 
+	// Wait for the leader to exit without reaping it: until it is reaped its PID, and so the
+	// group ID, cannot be given to another process, so every signal below reaches this
+	// command's group and nobody else's.
+	waitExit(pgid)
+	close(done)
+	killed.Wait()
+	// Whatever the command left running in its group dies with it.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	waitErr := cmd.Wait()
 	leadersMu.Lock()
 	delete(leaders, pgid)
 	leadersMu.Unlock()
-	close(done)
-	killed.Wait()
-	// Whatever the command left running in its group dies with it, and so does what escaped
-	// the group, where this process is a subreaper.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	// So does what escaped the group, where this process is a subreaper.
 	if subreaper.Load() {
 		Sweep()
 	}
@@ -145,6 +151,16 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 		Cancelled: cancelled,
 		Duration:  time.Since(start),
 	}, nil
+}
+
+// waitExit blocks until process pid has exited, leaving it a zombie for cmd.Wait to reap.
+func waitExit(pid int) {
+	for {
+		var info unix.Siginfo
+		if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != unix.EINTR {
+			return
+		}
+	}
 }
 
 // StartFailureCode is the shell's exit code for a command that could not be started: 127
