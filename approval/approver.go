@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/shellrisk"
+
 	"golang.org/x/term"
 )
 
@@ -28,11 +30,11 @@ type Approver interface {
 
 // Prompt is what a person is shown.
 type Prompt struct {
-	CallID    string   `json:"call_id"`
-	SessionID string   `json:"session_id"`
-	Command   string   `json:"command"`
-	Risk      Risk     `json:"risk"`
-	Reasons   []Reason `json:"reasons"`
+	CallID    string             `json:"call_id"`
+	SessionID string             `json:"session_id"`
+	Command   string             `json:"command"`
+	Risk      shellrisk.Risk     `json:"risk"`
+	Reasons   []shellrisk.Reason `json:"reasons"`
 }
 
 // Choice is a person's answer.

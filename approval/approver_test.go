@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/shellrisk"
 )
 
 func TestTTYApprover(t *testing.T) {
@@ -28,7 +30,7 @@ func TestTTYApprover(t *testing.T) {
 			var out bytes.Buffer
 			a := NewTTYApprover(strings.NewReader(tc.input), &out, time.Second)
 			a.IsTerminal = func() bool { return true }
-			ans, err := a.Ask(context.Background(), Prompt{CallID: "c1", Command: "make", Risk: RiskExec, Reasons: []Reason{{Code: "runs_code", Segment: "make", Risk: RiskExec}}})
+			ans, err := a.Ask(context.Background(), Prompt{CallID: "c1", Command: "make", Risk: shellrisk.RiskExec, Reasons: []shellrisk.Reason{{Code: "runs_code", Segment: "make", Risk: shellrisk.RiskExec}}})
 			if err != nil {
 				t.Fatalf("ask: %v", err)
 			}

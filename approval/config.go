@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"github.com/airlock-dev/airlock/shellrisk"
 )
 
 // Modes of the gate.
@@ -23,7 +25,7 @@ type Config struct {
 	// Smart configures the guard model used in smart mode.
 	Smart SmartConfig `toml:"smart" json:"smart"`
 	// Rules extends the embedded rules.toml, in the same format.
-	Rules RulesConfig `toml:"rules" json:"rules"`
+	Rules shellrisk.RulesConfig `toml:"rules" json:"rules"`
 	// DockerAutoApprove approves every command that is not hard-denied when the backend is
 	// isolated: a container with no writable host mount and no network.
 	DockerAutoApprove bool `toml:"docker_auto_approve" json:"docker_auto_approve"`
@@ -75,7 +77,7 @@ func (c Config) Validate() error {
 	if c.Mode == ModeSmart {
 		errs = append(errs, c.Smart.validate()...)
 	}
-	if _, err := NewClassifier(c.Rules); err != nil {
+	if _, err := shellrisk.NewClassifier(c.Rules); err != nil {
 		errs = append(errs, fmt.Errorf("approvals.rules: %w", err))
 	}
 	return errors.Join(errs...)

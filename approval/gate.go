@@ -1,17 +1,16 @@
 package approval
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 
+	"github.com/airlock-dev/airlock/shellrisk"
+
 	"github.com/hashicorp/go-hclog"
-	"mvdan.cc/sh/v3/syntax"
 )
 
 // Decision codes. They are stable: receipts and clients branch on them.
@@ -50,17 +49,17 @@ type Request struct {
 
 // Decision is the gate's answer.
 type Decision struct {
-	Allow     bool    `json:"allow"`
-	Code      string  `json:"code"`
-	DecidedBy string  `json:"decided_by"`
-	Message   string  `json:"message"`
-	Verdict   Verdict `json:"verdict"`
+	Allow     bool              `json:"allow"`
+	Code      string            `json:"code"`
+	DecidedBy string            `json:"decided_by"`
+	Message   string            `json:"message"`
+	Verdict   shellrisk.Verdict `json:"verdict"`
 }
 
 // Gate decides whether terminal calls may run. It is safe for concurrent use.
 type Gate struct {
 	cfg      Config
-	cls      *Classifier
+	cls      *shellrisk.Classifier
 	approver Approver
 	log      hclog.Logger
 	guard    *guard
@@ -138,7 +137,7 @@ func NewGate(cfg Config, opts ...Option) (*Gate, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("new gate: %w", err)
 	}
-	cls, err := NewClassifier(cfg.Rules)
+	cls, err := shellrisk.NewClassifier(cfg.Rules)
 	if err != nil {
 		return nil, fmt.Errorf("new gate: %w", err)
 	}
@@ -162,8 +161,8 @@ func NewGate(cfg Config, opts ...Option) (*Gate, error) {
 	return g, nil
 }
 
-// Classifier returns the gate's classifier, with the configured rules.
-func (g *Gate) Classifier() *Classifier { return g.cls }
+// shellrisk.Classifier returns the gate's classifier, with the configured rules.
+func (g *Gate) Classifier() *shellrisk.Classifier { return g.cls }
 
 // Decide classifies r.Command and decides. The hard-deny list is refused in every mode;
 // then the mode, the backend's isolation, the session cache, the guard and a person are
@@ -179,9 +178,9 @@ func (g *Gate) Decide(ctx context.Context, r Request) (Decision, error) {
 }
 
 // DecideVerdict decides on a verdict the caller made itself, for tools that are not shell
-// commands (a file write is RiskWrite without any parsing). r.Command then describes the call
+// commands (a file write is shellrisk.RiskWrite without any parsing). r.Command then describes the call
 // for the guard model and the person asked.
-func (g *Gate) DecideVerdict(ctx context.Context, r Request, v Verdict) (Decision, error) {
+func (g *Gate) DecideVerdict(ctx context.Context, r Request, v shellrisk.Verdict) (Decision, error) {
 	log := g.log.With("call_id", r.CallID, "session_id", r.SessionID)
 	d, err := g.decide(ctx, r, v, log)
 	d.Verdict = v
@@ -197,7 +196,7 @@ func deny(code, by, msg string) Decision {
 	return Decision{Allow: false, Code: code, DecidedBy: by, Message: msg}
 }
 
-func (g *Gate) decide(ctx context.Context, r Request, v Verdict, log hclog.Logger) (Decision, error) {
+func (g *Gate) decide(ctx context.Context, r Request, v shellrisk.Verdict, log hclog.Logger) (Decision, error) {
 	if reason, ok := v.HardDenyReason(); ok {
 		return deny(CodeHardDeny, "hard_deny:"+reason.Code,
 			fmt.Sprintf("refused in every mode: %s in %q", reason.Code, reason.Segment)), nil
@@ -209,12 +208,12 @@ func (g *Gate) decide(ctx context.Context, r Request, v Verdict, log hclog.Logge
 		return allow(CodeIsolatedBackend, "isolation", fmt.Sprintf("the %s backend is isolated", r.Kind)), nil
 	}
 	switch {
-	case v.Risk == RiskSafe && v.Parsed:
+	case v.Risk == shellrisk.RiskSafe && v.Parsed:
 		return allow(CodeSafeCommand, "risk:safe", "read-only command"), nil
-	case v.Risk == RiskWrite && v.Parsed && g.cfg.AllowWrite:
+	case v.Risk == shellrisk.RiskWrite && v.Parsed && g.cfg.AllowWrite:
 		return allow(CodeWriteAllowed, "allow_write", "writes in the workspace are allowed"), nil
 	}
-	norm := normaliseCommand(r.Command)
+	norm := shellrisk.Normalise(r.Command)
 	if g.cfg.SessionCache && g.cached(r.SessionID, norm) {
 		return allow(CodeSessionApproved, "session_cache", "this exact command was approved earlier in the session"), nil
 	}
@@ -228,7 +227,7 @@ func (g *Gate) decide(ctx context.Context, r Request, v Verdict, log hclog.Logge
 
 // askGuard asks the guard model. ok is false when the question goes on to a person:
 // ESCALATE, any failure, an oversized command, or an open circuit breaker.
-func (g *Gate) askGuard(ctx context.Context, r Request, v Verdict, norm string, log hclog.Logger) (Decision, bool) {
+func (g *Gate) askGuard(ctx context.Context, r Request, v shellrisk.Verdict, norm string, log hclog.Logger) (Decision, bool) {
 	if len(r.Command) > g.cfg.Smart.MaxCommandBytes {
 		log.Debug("guard skipped", "why", "command too long", "bytes", len(r.Command))
 		return Decision{}, false
@@ -255,7 +254,7 @@ func (g *Gate) askGuard(ctx context.Context, r Request, v Verdict, norm string, 
 	}
 }
 
-func (g *Gate) askPerson(ctx context.Context, r Request, v Verdict, norm string, log hclog.Logger) (Decision, error) {
+func (g *Gate) askPerson(ctx context.Context, r Request, v shellrisk.Verdict, norm string, log hclog.Logger) (Decision, error) {
 	by := "mode:" + g.cfg.Mode
 	if g.approver == nil {
 		return deny(CodeApprovalRequired, by, "a person must approve this command and none can be asked"), nil
@@ -348,19 +347,4 @@ func (g *Gate) ForgetSession(session string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.sessions, session)
-}
-
-// normaliseCommand is the key of the session cache: the command as the shell printer
-// formats it, so that spacing does not matter but every word does. Text that does not
-// parse is kept as it is.
-func normaliseCommand(cmd string) string {
-	f, err := parse(cmd)
-	if err != nil {
-		return strings.TrimSpace(cmd)
-	}
-	var b bytes.Buffer
-	if err := syntax.NewPrinter().Print(&b, f); err != nil {
-		return strings.TrimSpace(cmd)
-	}
-	return strings.TrimSpace(b.String())
 }

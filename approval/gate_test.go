@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/shellrisk"
 )
 
 // fakeApprover answers every prompt with the same answer and records the prompts.
@@ -415,7 +417,7 @@ func TestConfigValidate(t *testing.T) {
 			c.Mode = ModeSmart
 			c.Smart.BaseURL, c.Smart.Model, c.Smart.MaxConsecutiveDenials = "http://x", "m", 0
 		}, "approvals.smart.max_consecutive_denials"},
-		{"rules", func(c *Config) { c.Rules.Programs = map[string]ProgramRule{"x": {Reason: "nope"}} }, "approvals.rules"},
+		{"rules", func(c *Config) { c.Rules.Programs = map[string]shellrisk.ProgramRule{"x": {Reason: "nope"}} }, "approvals.rules"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/airlock-dev/airlock/shellrisk"
 )
 
 // Guard answers.
@@ -69,7 +71,7 @@ var errGuardAnswer = errors.New("guard answer is not APPROVE, DENY or ESCALATE")
 const maxGuardResponse = 1 << 20
 
 // ask returns APPROVE, DENY or ESCALATE. Any failure is an error, and the caller escalates.
-func (g *guard) ask(ctx context.Context, v Verdict) (string, error) {
+func (g *guard) ask(ctx context.Context, v shellrisk.Verdict) (string, error) {
 	codes := v.Codes()
 	if codes == nil {
 		codes = []string{}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-dev/airlock/concurrency"
 	"github.com/airlock-dev/airlock/pipeline"
+	"github.com/airlock-dev/airlock/shellrisk"
 	"github.com/airlock-dev/airlock/terminal"
 	"github.com/airlock-dev/airlock/tool"
 )
@@ -48,8 +49,8 @@ func (s *Step) Approve(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 		dec, err = s.Gate.Decide(ctx, r)
 	} else {
 		r.Command = describeCall(req)
-		dec, err = s.Gate.DecideVerdict(ctx, r, Verdict{
-			Command: r.Command, Risk: riskOfTool(req.Tool.Risk), Parsed: true, Reasons: []Reason{},
+		dec, err = s.Gate.DecideVerdict(ctx, r, shellrisk.Verdict{
+			Command: r.Command, Risk: riskOfTool(req.Tool.Risk), Parsed: true, Reasons: []shellrisk.Reason{},
 		})
 	}
 	v := pipeline.Verdict{
@@ -76,24 +77,24 @@ func (s *Step) Scope(req *pipeline.Request) []concurrency.PathAccess {
 		return nil
 	}
 	// req.Risk is the verdict Approve gave; input that did not parse is never safe.
-	if req.Risk == RiskSafe.String() {
+	if req.Risk == shellrisk.RiskSafe.String() {
 		return []concurrency.PathAccess{{Path: "/", Access: concurrency.Read}}
 	}
 	return []concurrency.PathAccess{{Path: "/", Access: concurrency.Write}}
 }
 
-func riskOfTool(r tool.Risk) Risk {
+func riskOfTool(r tool.Risk) shellrisk.Risk {
 	switch r {
 	case tool.RiskRead:
-		return RiskSafe
+		return shellrisk.RiskSafe
 	case tool.RiskWrite:
-		return RiskWrite
+		return shellrisk.RiskWrite
 	case tool.RiskNetwork:
-		return RiskNetwork
+		return shellrisk.RiskNetwork
 	case tool.RiskShell:
-		return RiskExec
+		return shellrisk.RiskExec
 	default:
-		return RiskDangerous
+		return shellrisk.RiskDangerous
 	}
 }
 

@@ -213,7 +213,7 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 	}
 	f.req = &Request{Call: c, Tool: t, Args: c.Arguments, PathRefs: refs, Env: p.opts.Env, SessionID: p.opts.SessionID}
 
-	v, err := guard("policy", func() (Verdict, error) { return p.opts.Policy.Check(ctx, f.req) })
+	v, err := recoverStep("policy", func() (Verdict, error) { return p.opts.Policy.Check(ctx, f.req) })
 	if err != nil && ctx.Err() != nil {
 		p.cancel(f)
 		return f
@@ -243,7 +243,7 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 		f.rec.Outcome = receipt.Interrupted
 		p.appendLedger(receipt.EventPending, f.rec)
 	}
-	a, err := guard("approval", func() (Verdict, error) { return p.opts.Approval.Approve(ctx, f.req) })
+	a, err := recoverStep("approval", func() (Verdict, error) { return p.opts.Approval.Approve(ctx, f.req) })
 	f.req.OnWait = nil
 	if err != nil && ctx.Err() != nil {
 		p.cancel(f)
@@ -273,7 +273,7 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 // go on; a refusal is recorded on the flight (the caller completes it).
 func (p *Pipeline) preHooks(ctx context.Context, f *flight, log hclog.Logger) bool {
 	for _, h := range p.opts.PreHooks {
-		hv, err := guard("pre-hook "+h.Name(), func() (Verdict, error) {
+		hv, err := recoverStep("pre-hook "+h.Name(), func() (Verdict, error) {
 			b, err := h.Before(ctx, f.req)
 			if err != nil || b == nil {
 				return Verdict{}, err
@@ -441,9 +441,9 @@ func runHandler(ctx context.Context, h tool.Handler, inv *tool.Invocation) (out 
 	return h(ctx, inv)
 }
 
-// guard runs a policy, approval or hook step, turning a panic into an error so that it
+// recoverStep runs a policy, approval or hook step, turning a panic into an error so that it
 // fails closed.
-func guard(step string, fn func() (Verdict, error)) (v Verdict, err error) {
+func recoverStep(step string, fn func() (Verdict, error)) (v Verdict, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			v, err = Verdict{}, fmt.Errorf("%s panicked: %v", step, r)

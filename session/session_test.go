@@ -48,7 +48,7 @@ func TestFileStorePersists(t *testing.T) {
 	}
 }
 
-func TestStaleGuard(t *testing.T) {
+func TestStaleCheck(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
 	env, err := local.New(local.Config{Workspace: ws})
@@ -59,7 +59,7 @@ func TestStaleGuard(t *testing.T) {
 	if err := os.WriteFile(file, []byte("one"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	g := &StaleGuard{Store: NewMemory(), Readers: []string{"read_file"}, Writers: []string{"write_file"}}
+	g := &StaleCheck{Store: NewMemory(), Readers: []string{"read_file"}, Writers: []string{"write_file"}}
 	req := func(name, args string) *pipeline.Request {
 		return &pipeline.Request{Call: pipeline.Call{Name: name}, Args: json.RawMessage(args), Env: env,
 			Paths: []tool.ResolvedPath{{Arg: "path", Resolved: file}}}

@@ -16,11 +16,11 @@ const CodeStaleFile = "stale_file"
 // absent is the hash recorded for a file that did not exist.
 const absent = "absent"
 
-// StaleGuard refuses writes to files that changed since this session last read or wrote
+// StaleCheck refuses writes to files that changed since this session last read or wrote
 // them, and records what the session sees. It is a pipeline pre-hook (the check) and
 // post-hook (the record). The path it watches is each tool's "path" argument as policy
 // resolved it.
-type StaleGuard struct {
+type StaleCheck struct {
 	Store *Store
 	// Readers and Writers name the tools whose successful calls record a file's hash;
 	// Writers are also checked before they run.
@@ -29,12 +29,12 @@ type StaleGuard struct {
 }
 
 var (
-	_ pipeline.PreHook  = (*StaleGuard)(nil)
-	_ pipeline.PostHook = (*StaleGuard)(nil)
+	_ pipeline.PreHook  = (*StaleCheck)(nil)
+	_ pipeline.PostHook = (*StaleCheck)(nil)
 )
 
 // Name names the hook in receipts.
-func (g *StaleGuard) Name() string { return "stale_file" }
+func (g *StaleCheck) Name() string { return "stale_file" }
 
 func has(list []string, name string) bool {
 	for _, n := range list {
@@ -56,7 +56,7 @@ func targetPath(req *pipeline.Request) string {
 
 // Before refuses a write whose target changed since the session last saw it, unless the
 // call passes force: true. A file the session never saw is not checked.
-func (g *StaleGuard) Before(ctx context.Context, req *pipeline.Request) (*pipeline.Block, error) {
+func (g *StaleCheck) Before(ctx context.Context, req *pipeline.Request) (*pipeline.Block, error) {
 	if !has(g.Writers, req.Call.Name) {
 		return nil, nil
 	}
@@ -88,7 +88,7 @@ func (g *StaleGuard) Before(ctx context.Context, req *pipeline.Request) (*pipeli
 }
 
 // After records the hash of what a successful read or write left at its path.
-func (g *StaleGuard) After(ctx context.Context, req *pipeline.Request, res pipeline.Result) {
+func (g *StaleCheck) After(ctx context.Context, req *pipeline.Request, res pipeline.Result) {
 	if req == nil || res.Status != pipeline.StatusOK || !(has(g.Readers, req.Call.Name) || has(g.Writers, req.Call.Name)) {
 		return
 	}

@@ -130,7 +130,7 @@ func assemble(ctx context.Context, cf commonFlags, s stdio) (*stack, error) {
 		}
 		st.closers = append(st.closers, sess.Close)
 	}
-	stale := &session.StaleGuard{Store: sess, Readers: []string{"read_file"}, Writers: []string{"write_file", "patch"}}
+	stale := &session.StaleCheck{Store: sess, Readers: []string{"read_file"}, Writers: []string{"write_file", "patch"}}
 	opts := pipeline.Options{
 		Registry:       reg,
 		Env:            env,

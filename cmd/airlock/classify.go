@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/airlock-dev/airlock/approval"
+	"github.com/airlock-dev/airlock/shellrisk"
 )
 
 // The classify command shows what the approval gate's classifier makes of a command,
@@ -51,7 +51,7 @@ func runClassify(args []string, s stdio) int {
 		fs.Usage()
 		return 2
 	}
-	v := approval.Classify(strings.Join(fs.Args(), " "))
+	v := shellrisk.Classify(strings.Join(fs.Args(), " "))
 	if *asJSON {
 		enc := json.NewEncoder(s.out)
 		enc.SetEscapeHTML(false)
@@ -65,7 +65,7 @@ func runClassify(args []string, s stdio) int {
 	return 0
 }
 
-func printVerdict(w io.Writer, v approval.Verdict) {
+func printVerdict(w io.Writer, v shellrisk.Verdict) {
 	line := v.Risk.String()
 	if v.HardDeny {
 		line += " (hard deny)"
@@ -101,7 +101,7 @@ func classifyLines(in io.Reader, out io.Writer) error {
 		if err := json.Unmarshal(sc.Bytes(), &cmd); err != nil {
 			rec = lineError{Error: fmt.Sprintf("line is not a JSON string: %v", err), Line: n}
 		} else {
-			rec = approval.Classify(cmd)
+			rec = shellrisk.Classify(cmd)
 		}
 		if err := enc.Encode(rec); err != nil {
 			return fmt.Errorf("write verdict: %w", err)

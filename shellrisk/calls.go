@@ -1,0 +1,219 @@
+package shellrisk
+
+import (
+	"maps"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// call judges one simple command.
+func (w *walker) call(c *syntax.CallExpr, in stdin) {
+	seg := w.text(c)
+	for _, word := range c.Args {
+		w.substs(word)
+	}
+	if len(c.Args) == 0 {
+		for _, a := range c.Assigns {
+			w.assign(a, seg)
+		}
+		return
+	}
+	// The words are expanded before the assignments in front of them take effect, and
+	// those only hold for the command (x=foo true leaves x as it was).
+	args := w.expandWords(c.Args)
+	type prior struct {
+		v  varValue
+		ok bool
+	}
+	var priors map[string]prior
+	if len(c.Assigns) > 0 {
+		priors = map[string]prior{}
+		for _, a := range c.Assigns {
+			if a.Name != nil {
+				v, ok := w.st.vars[a.Name.Value]
+				priors[a.Name.Value] = prior{v, ok}
+			}
+			w.assign(a, seg)
+		}
+	}
+	w.callArgs(args, in, seg)
+	if len(priors) > 0 {
+		name := args[0].text
+		_, isFunc := w.st.funcs[name]
+		for k, p := range priors {
+			if p.ok && !specialBuiltins[name] && !isFunc {
+				w.setVar(k, p.v)
+			} else {
+				// A special built-in keeps them in POSIX mode; a function sees them.
+				w.forget(k)
+			}
+		}
+	}
+}
+
+// callArgs runs an expanded simple command: a function the command defined, or a program.
+func (w *walker) callArgs(args []arg, in stdin, seg string) {
+	for _, a := range args {
+		if a.ifs {
+			// rm${IFS}-rf${IFS}/ is rm -rf / once the shell splits it.
+			parts := make([]string, len(args))
+			for i, a := range args {
+				parts[i] = a.text
+			}
+			w.code(strings.ReplaceAll(strings.Join(parts, " "), dynamicMark, "$x"), seg, in, true)
+			return
+		}
+	}
+	name := args[0]
+	if def := w.st.funcs[name.text]; def != nil && !name.dynamic && !strings.Contains(name.text, "/") {
+		w.calls++
+		if w.calls > maxCalls {
+			w.add(codeTooComplex, w.src)
+			return
+		}
+		before := maps.Clone(w.st.vars)
+		w.callFunc(name.text, def, in, seg)
+		// local restores what the function changed; without it the change stays.
+		for k, v := range w.st.vars {
+			if bv, ok := before[k]; !ok || bv != v {
+				w.forget(k)
+			}
+		}
+		return
+	}
+	w.run(args, in, seg)
+}
+
+// run judges an argument vector: a program and its arguments. Wrappers (sudo, xargs, env…)
+// come back here with the command they run; they never run a shell function.
+func (w *walker) run(args []arg, in stdin, seg string) {
+	if len(args) == 0 {
+		return
+	}
+	w.calls++
+	if w.calls > maxCalls {
+		w.add(codeTooComplex, w.src)
+		return
+	}
+	name := args[0]
+	if name.dynamic || name.glob {
+		w.add(codeDynamicCommand, seg)
+		w.metadataScan(args, seg)
+		return
+	}
+	w.stateEffects(path.Base(name.text), args[1:], seg)
+	p, ok := w.lookup(name, seg)
+	if !ok {
+		w.metadataScan(args, seg)
+		return
+	}
+	w.program(p, args[1:], in, seg)
+}
+
+// lookup finds the rule for a program name. A name with a directory is the program it
+// names when the directory is a system bin directory; anywhere else it is a script, judged
+// also as the program its base name suggests.
+func (w *walker) lookup(name arg, seg string) (*program, bool) {
+	n := name.text
+	if strings.Contains(n, "/") || (name.tilde && strings.HasPrefix(n, "~")) {
+		clean := path.Clean(n)
+		dir, base := path.Dir(clean), path.Base(clean)
+		if !w.rules.binDirs[dir] || name.tilde {
+			w.add(codeRunsScript, seg)
+			if p, ok := w.find(base); ok {
+				return p, true
+			}
+			return nil, false
+		}
+		n = base
+	}
+	if p, ok := w.find(n); ok {
+		return p, true
+	}
+	w.add(codeUnknownProgram, seg)
+	return nil, false
+}
+
+func (w *walker) find(name string) (*program, bool) {
+	for _, cand := range normaliseName(name) {
+		if p, ok := w.rules.programs[cand]; ok {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// metadataScan flags a cloud metadata address anywhere in the arguments of a program that
+// can reach the network.
+func (w *walker) metadataScan(args []arg, seg string) {
+	for _, a := range args {
+		t := strings.ToLower(a.text)
+		for _, h := range w.rules.paths.MetadataHosts {
+			if strings.Contains(t, strings.ToLower(h)) {
+				w.add(codeMetadataAccess, seg)
+				return
+			}
+		}
+	}
+}
+
+// program judges a known program with its arguments.
+func (w *walker) program(p *program, args []arg, in stdin, seg string) {
+	if len(args) == 1 && w.rules.infoFlags[args[0].text] {
+		return
+	}
+	p, args, reason := w.descend(p, args, seg)
+	if len(args) == 1 && w.rules.infoFlags[args[0].text] {
+		return
+	}
+	// A wrapper's options end at its first operand, except when its command follows "--".
+	s := w.scan(p, args, p.wrapper != "" && p.wrapper != wrapDashDash)
+	if hasAny(s.flags, p.queryFlags, false) && !hasAny(s.flags, p.codeFlags, true) {
+		// Only prints information; ruby -v -e CODE still runs CODE.
+		return
+	}
+	w.add(reason, seg)
+	w.flagReasons(p, s.flags, seg)
+	w.valueReasons(p, s, seg)
+	w.operandReasons(p, args, s, seg)
+	w.airlockScan(args, seg)
+	if risk := w.rules.reasons[reason].risk; risk >= RiskNetwork || p.language != "" || p.wrapper != "" {
+		w.metadataScan(args, seg)
+	}
+	w.valuePaths(p, s, seg)
+	switch {
+	case p.wrapper != "":
+		w.wrapper(p, s, in, seg)
+	case p.language != "":
+		w.codeRunner(p, s, in, seg)
+	default:
+		w.operandPaths(p, s, s.operands, seg)
+	}
+	for _, inner := range s.execs {
+		w.findExec(inner, s.operands, w.filtered(p, s), in, seg)
+	}
+	if p.changesDir {
+		w.changeDir(s.operands)
+	}
+}
+
+// operandReasons applies the rule's operand globs (git push origin +main) to every
+// argument that is not a flag's value, lower-cased.
+func (w *walker) operandReasons(p *program, args []arg, s scanned, seg string) {
+	if len(p.operands) == 0 {
+		return
+	}
+	for i, a := range args {
+		if s.valueArg[i] || a.dynamic {
+			continue
+		}
+		t := strings.ToLower(a.text)
+		for _, o := range p.operands {
+			if globMatch(o[0], t) {
+				w.add(o[1], seg)
+			}
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package shellrisk
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Limits that keep classification cheap on hostile input. Beyond them the verdict is
+// too_complex, which is never safe.
+const (
+	maxCommandBytes = 1 << 20 // bytes of command text
+	maxDepth        = 12      // nested code: sh -c "eval 'bash -c …'"
+	maxCalls        = 4096    // simple commands judged, across all nesting
+	maxSteps        = 1 << 16 // statements walked, across loops tried per item
+	maxSegment      = 400     // bytes of source text kept in a reason
+	maxLoopItems    = 4       // for-loop items tried one by one as the loop variable
+	maxFindRoots    = 4       // find roots substituted for {} in -exec
+)
+
+// Classifier judges shell commands against a rule set. It is safe for concurrent use.
+type Classifier struct {
+	rules *ruleSet
+}
+
+// NewClassifier builds a classifier from the embedded rules with extra applied on top (see
+// [RulesConfig] for how entries combine).
+func NewClassifier(extra RulesConfig) (*Classifier, error) {
+	rc, err := DefaultRules()
+	if err != nil {
+		return nil, err
+	}
+	rc.merge(extra)
+	rs, err := compile(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &Classifier{rules: rs}, nil
+}
+
+var defaultClassifier = sync.OnceValues(func() (*Classifier, error) {
+	return NewClassifier(RulesConfig{})
+})
+
+// Classify judges command with the embedded rules.
+func Classify(command string) Verdict {
+	c, err := defaultClassifier()
+	if err != nil {
+		// The embedded rules are checked by the tests; should they ever fail to load, no
+		// command is safe.
+		return Verdict{Command: command, Risk: RiskDangerous, Parsed: false,
+			Reasons: []Reason{{Code: "rules_error", Segment: err.Error(), Risk: RiskDangerous}}}
+	}
+	return c.Classify(command)
+}
+
+// Classify parses command as bash and judges every statement in it. The verdict's risk is
+// the highest risk of its reasons; a command that cannot be parsed is never safe.
+func (c *Classifier) Classify(command string) Verdict {
+	v := Verdict{Command: command, Reasons: []Reason{}, Parsed: true}
+	w := &walker{
+		rules:  c.rules,
+		v:      &v,
+		src:    command,
+		st:     newState(),
+		active: map[string]int{},
+		seen:   map[string]bool{},
+	}
+	if len(command) > maxCommandBytes {
+		v.Parsed = false
+		w.add(codeTooComplex, command)
+	} else if f, err := parse(command); err != nil {
+		v.Parsed = false
+		w.add(codeParseError, command)
+	} else {
+		w.stmts(f.Stmts, stdin{})
+	}
+	if !v.Parsed && v.Risk < RiskExec {
+		// Whatever the rules say about parse errors, text that was not understood does not run
+		// unasked.
+		v.Risk = RiskExec
+	}
+	return v
+}
+
+func parse(src string) (*syntax.File, error) {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		return nil, fmt.Errorf("parse command: %w", err)
+	}
+	return f, nil
+}
+
+// Normalise returns command as the shell printer formats it, so that spacing does not
+// matter but every word does: the key of a cache of approvals. Text that does not parse
+// is kept as it is.
+func Normalise(cmd string) string {
+	f, err := parse(cmd)
+	if err != nil {
+		return strings.TrimSpace(cmd)
+	}
+	var b bytes.Buffer
+	if err := syntax.NewPrinter().Print(&b, f); err != nil {
+		return strings.TrimSpace(cmd)
+	}
+	return strings.TrimSpace(b.String())
+}

@@ -1,0 +1,250 @@
+package shellrisk
+
+import (
+	"sort"
+	"strings"
+)
+
+// scanned is an argument list split into flags, flag values and operands.
+type scanned struct {
+	args     []arg
+	flags    []string
+	flagAt   []int // index in args of each flag
+	values   []flagValue
+	valueArg map[int]bool
+	operands []arg
+	// afterDashDash are the arguments after a "--".
+	afterDashDash []arg
+	dashDash      bool
+	execs         [][]arg // find -exec … ;
+}
+
+// flagValue is a flag and the value given to it: the next argument, or attached (-ofile,
+// --output=file).
+type flagValue struct {
+	flag string
+	val  arg
+}
+
+// scan splits args the way getopt would. For a wrapper, options end at the first operand:
+// what follows belongs to the wrapped command.
+func (w *walker) scan(p *program, args []arg, wrapper bool) scanned {
+	s := scanned{args: args, valueArg: map[int]bool{}}
+	exprStarted := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		t := a.text
+		if t == "--" && !a.dynamic {
+			s.dashDash = true
+			s.afterDashDash = args[i+1:]
+			if !p.expression {
+				s.operands = append(s.operands, args[i+1:]...)
+			}
+			break
+		}
+		if p.execFlags[t] {
+			exprStarted = true
+			s.flags = append(s.flags, t)
+			s.flagAt = append(s.flagAt, i)
+			j := i + 1
+			for j < len(args) && args[j].text != ";" && args[j].text != "+" {
+				j++
+			}
+			s.execs = append(s.execs, args[i+1:j])
+			i = j
+			continue
+		}
+		if isFlag(t) && !a.dynamic {
+			// find's -H, -L and -P come before the roots; any other flag starts the expression.
+			if p.expression && t != "-H" && t != "-L" && t != "-P" {
+				exprStarted = true
+			}
+			s.flags = append(s.flags, t)
+			s.flagAt = append(s.flagAt, i)
+			if takesValue(p, t) && i+1 < len(args) {
+				s.values = append(s.values, flagValue{longName(p, t), args[i+1]})
+				s.valueArg[i+1] = true
+				i++
+			} else if name, v, ok := strings.Cut(t, "="); ok && (strings.HasPrefix(t, "--") || p.valueFlags[name]) {
+				s.values = append(s.values, flagValue{longName(p, name), attached(v)})
+			} else if k, v, ok := attachedShort(p, t); ok {
+				s.values = append(s.values, flagValue{k, attached(v)})
+			}
+			continue
+		}
+		if p.expression && (t == "(" || t == "!" || t == ")" || t == ",") {
+			exprStarted = true
+			continue
+		}
+		if wrapper {
+			s.operands = append(s.operands, args[i:]...)
+			break
+		}
+		if p.expression && exprStarted {
+			continue
+		}
+		s.operands = append(s.operands, a)
+	}
+	return s
+}
+
+func isFlag(t string) bool {
+	return len(t) > 1 && t[0] == '-'
+}
+
+// attached makes an argument of a value written inside a flag. A ~ in it is taken to be
+// the home directory: some shells and programs expand it.
+func attached(v string) arg {
+	return arg{text: v, tilde: strings.HasPrefix(v, "~")}
+}
+
+// attachedShort splits -ofile into -o and file when -o takes a value.
+func attachedShort(p *program, t string) (string, string, bool) {
+	if strings.HasPrefix(t, "--") || len(p.valueFlags) == 0 {
+		return "", "", false
+	}
+	for i := 1; i < len(t)-1; i++ {
+		if k := "-" + t[i:i+1]; p.valueFlags[k] {
+			return k, t[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
+// longName expands an abbreviated long flag (--out for --output) to the value flag it
+// stands for, as getopt_long does.
+func longName(p *program, t string) string {
+	if !strings.HasPrefix(t, "--") || p.valueFlags[t] {
+		return t
+	}
+	if ks := prefixKeys(t, func(k string) bool { return p.valueFlags[k] }, p.valueFlags); len(ks) == 1 {
+		return ks[0]
+	}
+	return t
+}
+
+// minAbbrev is the shortest abbreviation of a long flag that is matched (--del for
+// --delete); getopt_long takes any unambiguous prefix.
+const minAbbrev = 2
+
+// prefixKeys returns the long flags in m that t abbreviates.
+func prefixKeys[V any](t string, has func(string) bool, m map[string]V) []string {
+	if len(t) < 2+minAbbrev {
+		return nil
+	}
+	var out []string
+	for k := range m {
+		if strings.HasPrefix(k, "--") && strings.HasPrefix(k, t) && has(k) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// takesValue reports whether a flag consumes the next argument.
+func takesValue(p *program, t string) bool {
+	if len(p.valueFlags) == 0 {
+		return false
+	}
+	if strings.HasPrefix(t, "--") {
+		return !strings.Contains(t, "=") && p.valueFlags[longName(p, t)]
+	}
+	if p.valueFlags[t] {
+		return true
+	}
+	for i := 1; i < len(t); i++ {
+		if p.valueFlags["-"+t[i:i+1]] {
+			return i == len(t)-1
+		}
+	}
+	return false
+}
+
+// flagKeys returns the rule keys in m a flag argument stands for: --force=x is --force,
+// -rf is -r and -f, and a key that matches exactly (find's -delete) wins. With abbrev, a
+// long flag also stands for the keys it abbreviates (--recur for --recursive); flags that
+// make a call safer are never matched that way.
+func flagKeys[V any](t string, m map[string]V, abbrev bool) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	if _, ok := m[t]; ok {
+		return []string{t}
+	}
+	if strings.HasPrefix(t, "--") {
+		name, _, _ := strings.Cut(t, "=")
+		if _, ok := m[name]; ok {
+			return []string{name}
+		}
+		if abbrev {
+			return prefixKeys(name, func(string) bool { return true }, m)
+		}
+		return nil
+	}
+	if name, _, ok := strings.Cut(t, "="); ok {
+		// Go-style -flag=value.
+		if _, ok := m[name]; ok {
+			return []string{name}
+		}
+	}
+	var out []string
+	for i := 1; i < len(t); i++ {
+		k := "-" + t[i:i+1]
+		if _, ok := m[k]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func hasAny(flags []string, m map[string]bool, abbrev bool) bool {
+	if len(m) == 0 {
+		return false
+	}
+	for _, f := range flags {
+		if len(flagKeys(f, m, abbrev)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// descend follows subcommands (git push, docker compose up) to the most specific rule.
+// It returns the rule, the arguments after the subcommand and the reason, which a
+// subcommand without one inherits from its parent.
+func (w *walker) descend(p *program, args []arg, seg string) (*program, []arg, string) {
+	reason := p.reason
+	for p.subs != nil {
+		s := w.scan(p, args, true)
+		if len(s.operands) == 0 {
+			break
+		}
+		op := s.operands[0]
+		sub := p.subs[op.text]
+		if op.dynamic {
+			sub = nil
+		}
+		if sub == nil {
+			sub = p.subs["*"]
+		}
+		if sub == nil {
+			break
+		}
+		w.flagReasons(p, s.flags, seg)
+		args = s.operands[1:]
+		p = sub
+		if p.reason != "" {
+			reason = p.reason
+		}
+	}
+	return p, args, reason
+}
+
+func (w *walker) flagReasons(p *program, flags []string, seg string) {
+	for _, f := range flags {
+		for _, k := range flagKeys(f, p.flags, true) {
+			w.add(p.flags[k], seg)
+		}
+	}
+}

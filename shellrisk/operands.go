@@ -1,0 +1,227 @@
+package shellrisk
+
+import (
+	"strings"
+)
+
+// operandPaths applies the rule's path mode to the operands.
+func (w *walker) operandPaths(p *program, s scanned, ops []arg, seg string) {
+	mode := p.paths
+	for _, f := range s.flags {
+		for _, k := range flagKeys(f, p.pathFlags, true) {
+			mode = p.pathFlags[k]
+		}
+	}
+	recursive := hasAny(s.flags, p.recursive, true) && !w.filtered(p, s)
+	if p.expression && len(ops) == 0 {
+		ops = []arg{{text: "."}}
+	}
+	if p.skip > 0 && !hasAny(s.flags, p.skipUnless, false) {
+		ops = ops[min(p.skip, len(ops)):]
+	}
+	for _, a := range ops {
+		if k, v, ok := strings.Cut(a.text, "="); ok && p.keyed != nil {
+			if m, ok := p.keyed[k]; ok {
+				va := a
+				va.text = v
+				va.tilde = strings.HasPrefix(v, "~")
+				w.pathEffect(va, m, recursive, seg)
+				continue
+			}
+		}
+		if p.keyed != nil {
+			continue
+		}
+		switch mode {
+		case pathsDest, pathsIO, pathsDestDelete, pathsLink:
+			continue
+		default:
+			w.pathEffect(a, mode, recursive, seg)
+		}
+	}
+	if len(ops) > 0 {
+		last := ops[len(ops)-1]
+		switch mode {
+		case pathsDest, pathsDestDelete, pathsLink:
+			for _, a := range ops[:len(ops)-1] {
+				if mode == pathsLink {
+					w.linkTarget(a, seg)
+				} else {
+					w.pathEffect(a, pathsRead, false, seg)
+				}
+			}
+			if mode == pathsDestDelete {
+				// rsync --delete empty/ dir empties dir.
+				w.pathEffect(last, pathsDelete, true, seg)
+			} else {
+				w.pathEffect(last, pathsWrite, false, seg)
+			}
+		case pathsIO:
+			// uniq IN OUT, xxd IN OUT: the second operand is written.
+			w.pathEffect(ops[0], pathsRead, false, seg)
+			if len(ops) > 1 {
+				w.pathEffect(ops[1], pathsWrite, false, seg)
+			}
+		}
+	}
+	for _, v := range s.values {
+		if p.mountFlags[v.flag] {
+			w.mount(v.val.text, seg)
+		}
+	}
+	if p.uploads {
+		for _, a := range s.operands {
+			w.upload(a, seg)
+		}
+		for _, v := range s.values {
+			w.upload(v.val, seg)
+		}
+	}
+}
+
+// valuePaths judges the paths given as flag values (cp -t DIR, sort -o FILE, tar -C DIR).
+func (w *walker) valuePaths(p *program, s scanned, seg string) {
+	if len(p.valuePaths) == 0 {
+		return
+	}
+	for _, v := range s.values {
+		if mode, ok := p.valuePaths[v.flag]; ok {
+			w.pathEffect(v.val, mode, false, seg)
+		}
+	}
+}
+
+// valueReasons applies the rule's flag-value globs (ssh -o ProxyCommand=…), lower-cased.
+func (w *walker) valueReasons(p *program, s scanned, seg string) {
+	if len(p.valueReasons) == 0 {
+		return
+	}
+	for _, v := range s.values {
+		t := strings.ToLower(v.val.text)
+		for _, vr := range p.valueReasons {
+			if vr[0] == v.flag && globMatch(vr[1], t) {
+				w.add(vr[2], seg)
+			}
+		}
+	}
+}
+
+// filtered reports whether a recursive action is narrowed to some files (find -name
+// '*.pyc'). A filter that matches everything (-name '*') narrows nothing.
+func (w *walker) filtered(p *program, s scanned) bool {
+	if !hasAny(s.flags, p.filters, false) {
+		return false
+	}
+	narrowing := map[string]bool{}
+	for _, v := range s.values {
+		if p.filters[v.flag] && !v.val.dynamic {
+			narrowing[v.flag] = strings.Trim(v.val.text, "*") != "" && v.val.text != ".*"
+		}
+	}
+	for _, f := range s.flags {
+		if !p.filters[f] {
+			continue
+		}
+		if n, ok := narrowing[f]; !ok || n {
+			return true
+		}
+	}
+	return false
+}
+
+// linkTarget judges the target of a symbolic link: a link to /, the home directory, a
+// system path or a secret lets a later workspace write or delete reach it.
+func (w *walker) linkTarget(a arg, seg string) {
+	info := w.classifyPath(a)
+	switch {
+	case info.secret, info.class == pathRoot, info.class == pathSystemDir,
+		info.class == pathSystem, info.class == pathDevice:
+		w.add(codeSymlinkOutside, seg)
+	case info.class == pathDynamic:
+		w.add(codeDynamicPath, seg)
+	}
+}
+
+// airlockScan flags a command that names Airlock's own state: its ledger, sessions or
+// configuration are not the model's to change.
+func (w *walker) airlockScan(args []arg, seg string) {
+	for _, a := range args {
+		if w.namesAirlockState(a.text) {
+			w.add(codeAirlockState, seg)
+			return
+		}
+	}
+}
+
+func (w *walker) namesAirlockState(t string) bool {
+	if _, v, ok := strings.Cut(t, "="); ok && strings.HasPrefix(t, "-") {
+		t = v
+	}
+	for _, c := range strings.Split(t, "/") {
+		for _, name := range w.rules.paths.AirlockState {
+			if c == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mount judges the host side of a container volume (-v /:/host, --mount src=/,…).
+func (w *walker) mount(spec, seg string) {
+	host := spec
+	if strings.Contains(spec, "src=") || strings.Contains(spec, "source=") {
+		for _, kv := range strings.Split(spec, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok && (k == "src" || k == "source") {
+				host = v
+			}
+		}
+	} else if h, _, ok := strings.Cut(spec, ":"); ok {
+		host = h
+	}
+	if !strings.HasPrefix(host, "/") && !strings.HasPrefix(host, "~") {
+		return
+	}
+	info := w.classifyPath(arg{text: host, tilde: strings.HasPrefix(host, "~")})
+	switch {
+	case info.secret, info.class == pathRoot, info.class == pathSystemDir,
+		info.class == pathSystem, info.class == pathDevice:
+		w.add(codeHostMount, seg)
+	}
+}
+
+// upload judges @file arguments of a network client (curl -d @file, -F f=@file).
+func (w *walker) upload(a arg, seg string) {
+	_, file, ok := strings.Cut(a.text, "@")
+	if !ok || file == "" || file == "-" {
+		return
+	}
+	info := w.classifyPath(arg{text: file, tilde: strings.HasPrefix(file, "~"), dynamic: a.dynamic})
+	if info.secret {
+		w.add(codeExfiltration, seg)
+	}
+}
+
+// changeDir follows cd, so later relative paths are judged where they point.
+func (w *walker) changeDir(ops []arg) {
+	if len(ops) == 0 {
+		w.st.cwds, w.st.cwdDynamic = []string{"~"}, false
+		return
+	}
+	a := ops[0]
+	if a.dynamic || a.glob || a.text == "-" {
+		w.st.cwdDynamic = true
+		return
+	}
+	t := a.text
+	if strings.HasPrefix(t, "~") && !a.tilde {
+		t = "./" + t
+	}
+	if strings.HasPrefix(t, "/") || strings.HasPrefix(t, "~") {
+		w.st.cwds, w.st.cwdDynamic = []string{cleanAbs(t)}, false
+		return
+	}
+	for i, c := range w.st.cwds {
+		w.st.cwds[i] = joinPath(c, t)
+	}
+}

@@ -1,0 +1,109 @@
+package shellrisk
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// stdinKind says where a command's standard input comes from, which matters for programs
+// that read code from it.
+type stdinKind int
+
+const (
+	inTerminal stdinKind = iota // inherited: nothing known
+	inPipe                      // the output of another command
+	inText                      // a here-document or here-string
+	inFile                      // a file, < file
+)
+
+type stdin struct {
+	kind  stdinKind
+	text  string
+	known bool // text holds no expansion
+}
+
+// walker carries the state of one classification.
+type walker struct {
+	rules *ruleSet
+	v     *Verdict
+	src   string // source text of the code being walked, for segments
+	depth int
+	calls int
+	steps int
+	// st is what the shell knows at this point: variables assigned a literal value, so
+	// that `x=rm; $x -rf /` is judged as rm, functions, and where a cd moved to.
+	st shellState
+	// active are the functions being walked, each with the spread at its entry: a call to
+	// one of them from a pipeline or a background job inside it multiplies processes.
+	active map[string]int
+	// spread counts the pipelines and background jobs being walked.
+	spread int
+	// splitting is set while words are expanded as arguments, where the shell splits
+	// unquoted values into fields.
+	splitting bool
+	seen      map[string]bool
+}
+
+// add records a reason, once per code and segment.
+func (w *walker) add(code, seg string) {
+	if code == "" {
+		return
+	}
+	info, ok := w.rules.reasons[code]
+	if !ok {
+		info = reasonInfo{risk: RiskDangerous}
+	}
+	if info.risk == RiskSafe && !info.hardDeny {
+		return
+	}
+	if len(seg) > maxSegment {
+		seg = seg[:maxSegment] + "…"
+	}
+	key := code + "\x00" + seg
+	if w.seen[key] {
+		return
+	}
+	w.seen[key] = true
+	w.v.Reasons = append(w.v.Reasons, Reason{Code: code, Segment: seg, Risk: info.risk, HardDeny: info.hardDeny})
+	if info.risk > w.v.Risk {
+		w.v.Risk = info.risk
+	}
+	if info.hardDeny {
+		w.v.HardDeny = true
+	}
+}
+
+// text returns the source of a node.
+func (w *walker) text(n syntax.Node) string {
+	s, e := int(n.Pos().Offset()), int(n.End().Offset())
+	if s < 0 || e > len(w.src) || s >= e {
+		return strings.TrimSpace(w.src)
+	}
+	return w.src[s:e]
+}
+
+// code judges a string as shell code, as sh -c, eval and ssh HOST CMD run it. shared is
+// true when the code runs in the calling shell (eval, source), whose state it changes;
+// otherwise it runs in another process.
+func (w *walker) code(src, seg string, in stdin, shared bool) {
+	if w.depth >= maxDepth {
+		w.add(codeTooComplex, seg)
+		return
+	}
+	f, err := parse(src)
+	if err != nil {
+		w.add(codeParseError, seg)
+		return
+	}
+	saved := w.src
+	w.src = src
+	w.depth++
+	if shared {
+		w.stmts(f.Stmts, in)
+	} else {
+		w.child(func() { w.stmts(f.Stmts, in) })
+	}
+	w.depth--
+	w.src = saved
+}

@@ -1,0 +1,258 @@
+package shellrisk
+
+import (
+	"sort"
+	"strings"
+)
+
+// wrapper judges the command a wrapper runs.
+func (w *walker) wrapper(p *program, s scanned, in stdin, seg string) {
+	w.codeFlag(p, s, in, seg)
+	inner := s.operands
+	if p.wrapper == wrapDashDash {
+		if !s.dashDash {
+			return
+		}
+		inner = s.afterDashDash
+	}
+	// env NAME=VALUE cmd, sudo NAME=VALUE cmd
+	for len(inner) > 0 && !inner[0].dynamic && isAssignment(inner[0].text) {
+		name, _, _ := strings.Cut(inner[0].text, "=")
+		if w.rules.hijacks(name) {
+			w.add(codeEnvHijack, seg)
+		}
+		inner = inner[1:]
+	}
+	if p.wrapper != wrapDashDash {
+		skip := min(p.skip, len(inner))
+		inner = inner[skip:]
+	}
+	if len(inner) == 0 {
+		return
+	}
+	if p.extraArgs {
+		inner = append(inner[:len(inner):len(inner)], arg{text: dynamicMark, dynamic: true})
+	}
+	for _, v := range s.values {
+		if p.chdirFlags[v.flag] {
+			// env -C DIR CMD: CMD runs in DIR.
+			dir := v.val
+			w.isolated(func() {
+				w.changeDir([]arg{dir})
+				w.runWrapped(p, inner, in, seg)
+			})
+			return
+		}
+	}
+	w.runWrapped(p, inner, in, seg)
+}
+
+// runWrapped judges the command a wrapper runs, after the wrapper's own arguments.
+func (w *walker) runWrapped(p *program, inner []arg, in stdin, seg string) {
+	if p.wrapper == wrapShell {
+		parts := make([]string, len(inner))
+		for i, a := range inner {
+			if a.dynamic {
+				w.add(codeDynamicCommand, seg)
+				return
+			}
+			parts[i] = a.text
+		}
+		w.code(strings.Join(parts, " "), seg, in, p.sameShell)
+		return
+	}
+	w.run(inner, in, seg)
+}
+
+func isAssignment(t string) bool {
+	name, _, ok := strings.Cut(t, "=")
+	if !ok || name == "" {
+		return false
+	}
+	for i, c := range name {
+		if !(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (i > 0 && c >= '0' && c <= '9')) {
+			return false
+		}
+	}
+	return true
+}
+
+// codeFlag judges code given through a flag (sh -c CODE, python -c CODE, su -c CODE). It
+// reports whether there was such a flag.
+func (w *walker) codeFlag(p *program, s scanned, in stdin, seg string) bool {
+	if len(p.codeFlags) == 0 {
+		return false
+	}
+	found := false
+	for fi, f := range s.flags {
+		keys := flagKeys(f, p.codeFlags, true)
+		if len(keys) == 0 {
+			continue
+		}
+		// The code is the flag's value: attached (-cCODE, --eval=CODE) or the next argument
+		// (bash -ec CODE, su - root -c CODE).
+		var code *arg
+		if strings.HasPrefix(f, "--") {
+			if _, v, ok := strings.Cut(f, "="); ok {
+				code = &arg{text: v}
+			}
+		} else if !(p.language == "shell" && p.stdinCode) {
+			// As getopt reads -xeCODE: the first option that takes a value takes the rest.
+			// A shell's -c takes none (-cx is -c -x); env -S'CODE' and flock -cCODE do.
+			for i := 1; i < len(f); i++ {
+				k := "-" + f[i:i+1]
+				if p.codeFlags[k] {
+					if i+1 < len(f) {
+						code = &arg{text: f[i+1:]}
+					}
+					break
+				}
+				if p.valueFlags[k] {
+					break
+				}
+			}
+		}
+		if next := s.flagAt[fi] + 1; code == nil && next < len(s.args) {
+			code = &s.args[next]
+		}
+		found = true
+		if code != nil {
+			w.judgeCode(p.language, *code, in, seg, p.sameShell)
+		}
+	}
+	return found
+}
+
+// judgeCode judges code handed to an interpreter. Shell code is parsed and walked; other
+// languages are matched against their patterns.
+func (w *walker) judgeCode(lang string, code arg, in stdin, seg string, shared bool) {
+	if code.dynamic {
+		w.add(codeDynamicCommand, seg)
+		return
+	}
+	if lang == "shell" || lang == "" {
+		w.code(code.text, seg, in, shared)
+		return
+	}
+	l := w.rules.languages[lang]
+	w.add(l.Reason, seg)
+	switch l.Scanner {
+	case scannerSed:
+		w.sedScript(code.text, seg)
+	case scannerAwk:
+		w.awkProgram(code.text, seg)
+	}
+	sep := " "
+	if l.StripSpaces {
+		// system ("…") is system("…") to awk.
+		sep = ""
+	}
+	norm := strings.Join(strings.Fields(strings.ToLower(code.text)), sep)
+	pats := make([]string, 0, len(l.Patterns))
+	for pat := range l.Patterns {
+		pats = append(pats, pat)
+	}
+	sort.Strings(pats)
+	for _, pat := range pats {
+		if strings.Contains(norm, pat) {
+			w.add(l.Patterns[pat], seg)
+		}
+	}
+}
+
+// codeRunner judges a shell or interpreter: code from a flag, from an operand, from a
+// script file, or from standard input.
+func (w *walker) codeRunner(p *program, s scanned, in stdin, seg string) {
+	hadFlag := w.codeFlag(p, s, in, seg)
+	ops := s.operands
+	if p.codeOperand {
+		switch {
+		case hadFlag:
+		case hasAny(s.flags, p.skipUnless, false):
+			w.add(codeRunsScript, seg)
+		case len(ops) > 0:
+			if ops[0].text != "-" {
+				w.judgeCode(p.language, ops[0], in, seg, p.sameShell)
+			}
+			ops = ops[1:]
+		}
+		w.operandPaths(p, s, ops, seg)
+		return
+	}
+	if hadFlag {
+		return
+	}
+	if p.assignCode {
+		for _, a := range ops {
+			if _, v, ok := strings.Cut(a.text, "="); ok && !a.dynamic {
+				w.judgeCode(p.language, arg{text: v}, stdin{}, seg, false)
+			} else if a.dynamic {
+				w.add(codeDynamicCommand, seg)
+			}
+		}
+		return
+	}
+	if !p.stdinCode {
+		return
+	}
+	fromStdin := hasAny(s.flags, p.stdinFlags, true)
+	if !fromStdin && len(ops) > 0 && ops[0].text != "-" && ops[0].text != "/dev/stdin" {
+		if ops[0].procSubst {
+			w.add(codePipeToShell, seg)
+		} else {
+			w.add(codeRunsScript, seg)
+		}
+		return
+	}
+	switch in.kind {
+	case inPipe:
+		w.add(codePipeToShell, seg)
+	case inText:
+		if !in.known {
+			w.add(codePipeToShell, seg)
+			return
+		}
+		w.judgeCode(p.language, arg{text: in.text}, stdin{}, seg, p.sameShell)
+	case inFile:
+		w.add(codeRunsScript, seg)
+	default:
+		w.add(codeInteractive, seg)
+	}
+}
+
+// findExec judges the command of find -exec, once per root with {} standing for it, so
+// that find / -exec rm -rf {} + is judged as rm -rf /.
+//
+// When the expression narrows the files (-name __pycache__), {} is never the root itself
+// but something below it.
+func (w *walker) findExec(inner []arg, roots []arg, filtered bool, in stdin, seg string) {
+	if len(inner) == 0 {
+		return
+	}
+	if len(roots) == 0 {
+		roots = []arg{{text: "."}}
+	}
+	if len(roots) > maxFindRoots {
+		roots = roots[:maxFindRoots]
+	}
+	for _, root := range roots {
+		if filtered {
+			root.text = strings.TrimSuffix(root.text, "/") + "/{}"
+			root.glob = false
+		}
+		cmd := make([]arg, len(inner))
+		for i, a := range inner {
+			switch {
+			case a.text == "{}":
+				cmd[i] = root
+			case strings.Contains(a.text, "{}"):
+				cmd[i] = a
+				cmd[i].text = strings.ReplaceAll(a.text, "{}", root.text)
+				cmd[i].dynamic = a.dynamic || root.dynamic
+			default:
+				cmd[i] = a
+			}
+		}
+		w.run(cmd, in, seg)
+	}
+}
