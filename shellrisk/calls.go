@@ -99,6 +99,7 @@ func (w *walker) run(args []arg, in stdin, seg string) {
 	}
 	name := args[0]
 	if name.dynamic || name.glob {
+		w.record("", args)
 		w.add(codeDynamicCommand, seg)
 		w.metadataScan(args, seg)
 		return
@@ -106,10 +107,25 @@ func (w *walker) run(args []arg, in stdin, seg string) {
 	w.stateEffects(path.Base(name.text), args[1:], seg)
 	p, ok := w.lookup(name, seg)
 	if !ok {
+		w.record(path.Base(path.Clean(name.text)), args)
 		w.metadataScan(args, seg)
 		return
 	}
+	w.record(p.name, args)
 	w.program(p, args[1:], in, seg)
+}
+
+// record adds a judged argument vector to the verdict's commands.
+func (w *walker) record(name string, args []arg) {
+	c := Command{Name: name, Argv: make([]string, len(args))}
+	for i, a := range args {
+		c.Argv[i] = a.text
+		if a.dynamic || a.glob || a.procSubst || a.tilde {
+			c.Unknown = append(c.Unknown, i)
+		}
+	}
+	c.Dynamic = len(c.Unknown) > 0
+	w.v.Commands = append(w.v.Commands, c)
 }
 
 // lookup finds the rule for a program name. A name with a directory is the program it

@@ -60,7 +60,7 @@ func Classify(command string) Verdict {
 // Classify parses command as bash and judges every statement in it. The verdict's risk is
 // the highest risk of its reasons; a command that cannot be parsed is never safe.
 func (c *Classifier) Classify(command string) Verdict {
-	v := Verdict{Command: command, Reasons: []Reason{}, Parsed: true}
+	v := Verdict{Command: command, Reasons: []Reason{}, Parsed: true, Commands: []Command{}}
 	w := &walker{
 		rules:  c.rules,
 		v:      &v,
@@ -77,6 +77,9 @@ func (c *Classifier) Classify(command string) Verdict {
 		w.add(codeParseError, command)
 	} else {
 		w.stmts(f.Stmts, stdin{})
+	}
+	if !v.Parsed {
+		v.Commands = v.Commands[:0]
 	}
 	if !v.Parsed && v.Risk < RiskExec {
 		// Whatever the rules say about parse errors, text that was not understood does not run

@@ -256,3 +256,50 @@ func BenchmarkClassify(b *testing.B) {
 		}
 	})
 }
+
+// TestCommands checks the simple commands a verdict lists: what a differential test
+// compares with what a real shell ran.
+func TestCommands(t *testing.T) {
+	t.Parallel()
+	type cmd struct {
+		name    string
+		argv    []string
+		unknown []int
+	}
+	for _, tc := range []struct {
+		command string
+		want    []cmd
+	}{
+		{`ls -la`, []cmd{{"ls", []string{"ls", "-la"}, nil}}},
+		{`x=rm; /bin/$x -rf 'a b'`, []cmd{{"rm", []string{"/bin/rm", "-rf", "a b"}, nil}}},
+		{`sudo r''m {a,b}`, []cmd{{"sudo", []string{"sudo", "rm", "a", "b"}, nil}, {"rm", []string{"rm", "a", "b"}, nil}}},
+		{`$x foo "$(id)" *.go`, []cmd{{"id", []string{"id"}, nil}, {"", []string{UnknownMark, "foo", UnknownMark, "*.go"}, []int{0, 2, 3}}}},
+		{`sh -c 'cat ~/f | wc -l'`, []cmd{{"sh", []string{"sh", "-c", "cat ~/f | wc -l"}, nil}, {"cat", []string{"cat", "~/f"}, []int{1}}, {"wc", []string{"wc", "-l"}, nil}}},
+		{`python3.12 -V`, []cmd{{"python3", []string{"python3.12", "-V"}, nil}}},
+		{`nosuchprog a`, []cmd{{"nosuchprog", []string{"nosuchprog", "a"}, nil}}},
+		{`if true; then echo "$((1+2))"; fi`, []cmd{{"true", []string{"true"}, nil}, {"echo", []string{"echo", UnknownMark}, []int{1}}}},
+	} {
+		t.Run(tc.command, func(t *testing.T) {
+			t.Parallel()
+			v := Classify(tc.command)
+			var got []cmd
+			for _, c := range v.Commands {
+				if c.Dynamic != (len(c.Unknown) > 0) {
+					t.Errorf("%q: dynamic %v with unknown %v", c.Argv, c.Dynamic, c.Unknown)
+				}
+				got = append(got, cmd{c.Name, c.Argv, c.Unknown})
+			}
+			if !slices.EqualFunc(got, tc.want, func(a, b cmd) bool {
+				return a.name == b.name && slices.Equal(a.argv, b.argv) && slices.Equal(a.unknown, b.unknown)
+			}) {
+				t.Errorf("commands:\n got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+	for _, bad := range []string{`echo 'unterminated`, "a\x00b ("} {
+		v := Classify(bad)
+		if v.Parsed || len(v.Commands) != 0 || v.Commands == nil {
+			t.Errorf("%q: parsed %v, commands %v: want not parsed and an empty list", bad, v.Parsed, v.Commands)
+		}
+	}
+}

@@ -289,6 +289,7 @@ type reasonInfo struct {
 
 // program is a compiled [ProgramRule]: sets instead of lists, and the reason resolved.
 type program struct {
+	name         string // the rule's name: what a command is judged as
 	reason       string
 	flags        map[string]string
 	valueFlags   map[string]bool
@@ -402,7 +403,7 @@ func compile(rc RulesConfig) (*ruleSet, error) {
 		}
 	}
 	for p, code := range owner {
-		rs.programs[p] = &program{reason: code}
+		rs.programs[p] = &program{name: p, reason: code}
 	}
 	for name, pr := range rc.Programs {
 		prog, err := rs.compileProgram(pr, "programs."+name)
@@ -412,6 +413,7 @@ func compile(rc RulesConfig) (*ruleSet, error) {
 		if prog.reason == "" {
 			prog.reason = owner[name]
 		}
+		prog.name = name
 		rs.programs[name] = prog
 	}
 	return rs, nil

@@ -76,7 +76,37 @@ type Verdict struct {
 	HardDeny bool `json:"hard_deny"`
 	// Parsed is false when the command could not be parsed; such a verdict is never safe.
 	Parsed bool `json:"parsed"`
+	// Commands are the simple commands judged, in the order the walk met them: every
+	// program the shell would start, including those run by a wrapper (sudo rm), by code
+	// given to a shell (sh -c, eval, ssh HOST CMD), a function body or a loop body. It is
+	// empty when the command was not parsed. A shell running the command starts a subset
+	// of these (a wrapper that fails does not run what it wraps); a program it starts that
+	// is not here is a bug in the classifier.
+	Commands []Command `json:"commands"`
 }
+
+// Command is one simple command as the classifier resolved it, before anything runs.
+type Command struct {
+	// Name is the program the rules judged it as: the base name, after quote removal, as
+	// looked up (rm for /bin/rm, \rm and r''m; python for python3.12 when python has a
+	// rule). It is empty when the name is not known before run time ($x, $(…), a glob).
+	Name string `json:"name"`
+	// Argv is the argument vector the shell would pass, after quote removal, brace
+	// expansion, field splitting and the substitution of what is known (a variable
+	// assigned a literal earlier). Parts of a word that are only known at run time are
+	// each written as one NUL byte (UnknownMark); a glob is left as its pattern; a word
+	// that starts with the home directory (~, $HOME) starts with "~".
+	Argv []string `json:"argv"`
+	// Unknown lists the indexes in Argv of words that are not known exactly: they hold
+	// UnknownMark, an unexpanded glob or a leading "~" for the home directory.
+	Unknown []int `json:"unknown,omitempty"`
+	// Dynamic is true when Unknown is not empty.
+	Dynamic bool `json:"dynamic,omitempty"`
+}
+
+// UnknownMark stands in a [Command]'s Argv for each part of a word that is only known at
+// run time. A real argument vector cannot hold a NUL byte, so the mark is never ambiguous.
+const UnknownMark = dynamicMark
 
 // Codes returns the verdict's reason codes in order, without duplicates.
 func (v Verdict) Codes() []string {
@@ -99,4 +129,20 @@ func (v Verdict) HardDenyReason() (Reason, bool) {
 		}
 	}
 	return Reason{}, false
+}
+
+// FailedClosed reports whether part of the command was not understood — text that did not
+// parse, at the top or inside code given to a shell, or input beyond the classifier's
+// limits — so that the verdict rests on the worst case, not on what was read. Such a
+// verdict is never safe.
+func (v Verdict) FailedClosed() bool {
+	if !v.Parsed {
+		return true
+	}
+	for _, r := range v.Reasons {
+		if r.Code == codeParseError || r.Code == codeTooComplex {
+			return true
+		}
+	}
+	return false
 }
