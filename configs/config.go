@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/pathpolicy"
 	"github.com/airlock-dev/airlock/schema"
+	"github.com/airlock-dev/airlock/urlguard"
 )
 
 //go:embed *.schema.json
@@ -34,6 +35,7 @@ type Config struct {
 	Tools       Tools             `toml:"tools"`
 	Approvals   Approvals         `toml:"approvals"`
 	Policy      pathpolicy.Config `toml:"policy"`
+	Network     urlguard.Config   `toml:"network"`
 
 	// Dir is the directory relative paths are taken from: the config file's directory, or
 	// the current directory when there is no file. It is not read from TOML.
@@ -82,6 +84,7 @@ func Default() Config {
 		Tools:     Tools{MaxOutputChars: 50000},
 		Approvals: defaultApprovals(),
 		Policy:    pathpolicy.DefaultConfig(),
+		Network:   urlguard.DefaultConfig(),
 	}
 }
 
@@ -244,6 +247,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Approvals.Validate(); err != nil {
 		vs = append(vs, schema.Violation{Path: "approvals", Message: err.Error()})
+	}
+	if err := c.Network.Validate(); err != nil {
+		vs = append(vs, schema.Violation{Path: "network", Message: err.Error()})
 	}
 	if len(vs) > 0 {
 		return &Error{File: c.File, Violations: vs}

@@ -20,16 +20,20 @@ const (
 
 // Config is the `[network]` section as the guard needs it.
 type Config struct {
-	Mode Mode
+	Mode Mode `toml:"mode" json:"mode"`
 	// AllowDomains and DenyDomains are host patterns: an exact name
 	// ("example.com") or "*." and a name ("*.example.com", any name below
 	// it, not the name itself). deny_domains wins over allow_domains.
-	AllowDomains []string
-	DenyDomains  []string
+	AllowDomains []string `toml:"allow_domains" json:"allow_domains"`
+	DenyDomains  []string `toml:"deny_domains" json:"deny_domains"`
 	// AllowPrivate lets private (RFC 1918), CGNAT and unique-local
 	// addresses through. Loopback, link-local and metadata stay blocked.
-	AllowPrivate bool
+	AllowPrivate bool `toml:"allow_private" json:"allow_private"`
 }
+
+// DefaultConfig is no network: mode "none", no domains, private addresses
+// blocked.
+func DefaultConfig() Config { return Config{Mode: ModeNone} }
 
 // Validate checks what a schema cannot: the mode and every pattern.
 func (c Config) Validate() error {
