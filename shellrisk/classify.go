@@ -59,7 +59,20 @@ func Classify(command string) Verdict {
 
 // Classify parses command as bash and judges every statement in it. The verdict's risk is
 // the highest risk of its reasons; a command that cannot be parsed is never safe.
-func (c *Classifier) Classify(command string) Verdict {
+//
+// No input makes it panic: should the walk ever fail on one, the verdict for that command
+// is internal_error (dangerous, not parsed) and the caller goes on.
+func (c *Classifier) Classify(command string) (v Verdict) {
+	defer func() {
+		if r := recover(); r != nil {
+			v = Verdict{Command: command, Risk: RiskDangerous, Parsed: false, Commands: []Command{},
+				Reasons: []Reason{{Code: codeInternalError, Segment: fmt.Sprint(r), Risk: RiskDangerous}}}
+		}
+	}()
+	return c.classify(command)
+}
+
+func (c *Classifier) classify(command string) Verdict {
 	v := Verdict{Command: command, Reasons: []Reason{}, Parsed: true, Commands: []Command{}}
 	w := &walker{
 		rules:  c.rules,
@@ -75,6 +88,9 @@ func (c *Classifier) Classify(command string) Verdict {
 	} else if f, err := parse(command); err != nil {
 		v.Parsed = false
 		w.add(codeParseError, command)
+	} else if seg := lexProblem(command, f); seg != "" {
+		v.Parsed = false
+		w.add(codeParseError, seg)
 	} else {
 		w.stmts(f.Stmts, stdin{})
 	}
@@ -90,7 +106,7 @@ func (c *Classifier) Classify(command string) Verdict {
 }
 
 func parse(src string) (*syntax.File, error) {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(src), "")
 	if err != nil {
 		return nil, fmt.Errorf("parse command: %w", err)
 	}

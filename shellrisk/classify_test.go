@@ -303,3 +303,16 @@ func TestCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestClassifyRecovers checks that a failure inside the walk is a dangerous verdict for
+// that command, not a panic: a classifier without rules fails on every command.
+func TestClassifyRecovers(t *testing.T) {
+	t.Parallel()
+	v := (&Classifier{}).Classify("ls")
+	if v.Parsed || v.Risk != RiskDangerous || !slices.Contains(v.Codes(), "internal_error") || !v.FailedClosed() {
+		t.Fatalf("got %+v", v)
+	}
+	if v.Commands == nil || v.Reasons == nil {
+		t.Fatal("nil lists")
+	}
+}

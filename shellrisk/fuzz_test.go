@@ -2,6 +2,7 @@ package shellrisk
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -15,6 +16,16 @@ func FuzzClassify(f *testing.F) {
 		v := Classify(command)
 		if !v.Parsed && v.Risk == RiskSafe {
 			t.Fatalf("unparsed command judged safe: %q", command)
+		}
+		if v.FailedClosed() && v.Risk < RiskExec {
+			t.Fatalf("command that failed closed judged %s: %q", v.Risk, command)
+		}
+		if slices.Contains(v.Codes(), codeInternalError) {
+			// Classify recovers so that callers never see a panic; the fuzzer must.
+			t.Fatalf("classifier panicked on %q: %s", command, v.Reasons[0].Segment)
+		}
+		if v.Commands == nil || (!v.Parsed && len(v.Commands) > 0) {
+			t.Fatalf("commands %v with parsed %v", v.Commands, v.Parsed)
 		}
 		if v.Risk < RiskSafe || v.Risk > RiskDangerous {
 			t.Fatalf("risk out of range: %d", v.Risk)

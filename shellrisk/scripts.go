@@ -31,7 +31,8 @@ func (w *walker) sedScript(src, seg string) {
 			i++
 		}
 		end := min(i, n)
-		i++
+		// Past the delimiter, but never past the end: an unterminated s/ leaves i at n.
+		i = min(i+1, n)
 		return src[start:end]
 	}
 	addr := func() {

@@ -133,14 +133,14 @@ func (v Verdict) HardDenyReason() (Reason, bool) {
 
 // FailedClosed reports whether part of the command was not understood — text that did not
 // parse, at the top or inside code given to a shell, or input beyond the classifier's
-// limits — so that the verdict rests on the worst case, not on what was read. Such a
+// limits, or a failure of the classifier itself — so that the verdict rests on the worst case, not on what was read. Such a
 // verdict is never safe.
 func (v Verdict) FailedClosed() bool {
 	if !v.Parsed {
 		return true
 	}
 	for _, r := range v.Reasons {
-		if r.Code == codeParseError || r.Code == codeTooComplex {
+		if r.Code == codeParseError || r.Code == codeTooComplex || r.Code == codeInternalError {
 			return true
 		}
 	}

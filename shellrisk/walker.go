@@ -96,6 +96,11 @@ func (w *walker) code(src, seg string, in stdin, shared bool) {
 		w.add(codeParseError, seg)
 		return
 	}
+	if p := lexProblem(src, f); p != "" {
+		// Code a shell is given (sh -c, eval) is lexed by that shell.
+		w.add(codeParseError, seg)
+		return
+	}
 	saved := w.src
 	w.src = src
 	w.depth++

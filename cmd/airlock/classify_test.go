@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -82,6 +84,60 @@ func TestClassifyJSONL(t *testing.T) {
 		}
 		if rec.Command != w.command || rec.Risk != w.risk || rec.Reasons == nil {
 			t.Errorf("line %d: %s, want command %q risk %s with reasons", i+1, lines[i], w.command, w.risk)
+		}
+	}
+}
+
+// TestClassifyJSONLCorpus runs the whole classifier corpus, every family of issue 11
+// included, through --jsonl: every line gets its answer, in order, and none is safe
+// unless the corpus says so.
+func TestClassifyJSONLCorpus(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("../../shellrisk/testdata/corpus.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in strings.Builder
+	var want []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		parts := strings.SplitN(line, "\t", 3)
+		if len(parts) != 3 {
+			t.Fatalf("corpus line %q", line)
+		}
+		cmd := parts[2]
+		if lit, ok := strings.CutPrefix(cmd, "go:"); ok {
+			if cmd, err = strconv.Unquote(lit); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, _ := json.Marshal(cmd)
+		in.Write(append(b, '\n'))
+		want = append(want, parts[0])
+	}
+	code, out, errOut := runCmd(t, in.String(), "classify", "--jsonl")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d answers for %d commands", len(lines), len(want))
+	}
+	for i, l := range lines {
+		var v struct {
+			Risk     string `json:"risk"`
+			Commands []any  `json:"commands"`
+		}
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		if v.Risk == "safe" && want[i] != "safe" {
+			t.Errorf("answer %d is safe, corpus says %s", i, want[i])
+		}
+		if v.Commands == nil {
+			t.Errorf("answer %d has no commands list", i)
 		}
 	}
 }

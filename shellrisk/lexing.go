@@ -1,0 +1,121 @@
+package shellrisk
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Where mvdan.cc/sh reads text differently from the shells that run it (bash, dash, busybox
+// sh), judging the parse tree judges a command that will not run. These checks find the
+// known places and fail closed: the verdict is parse_error, never safe.
+//
+//   - A carriage return is a blank to the parser and an ordinary character to every shell:
+//     `echo hi\r# ; rm -rf /` is a comment to one and a deletion to the others.
+//   - A NUL byte is skipped by the parser; shells differ (bash drops it, others cut the
+//     line).
+//   - A comment ends at the newline in every shell, but the parser joins a backslash-newline
+//     inside it to the next line, which it then reads as part of the command before it.
+//   - A # starts a comment only at the start of a word. After `)` (a subshell, an array
+//     assignment, a function body), after a redirection operator or inside a word, the
+//     shells disagree with each other and with the parser.
+//   - A backslash-newline inside single quotes or $'…' is kept by the shells and may be
+//     taken for a line continuation.
+//   - A Unicode space (no-break space, ideographic space, …) outside quotes is part of a
+//     word to bash and to the parser; whether another shell or locale splits there is not
+//     worth betting a command on.
+//   - Inside $'…' a \' does not end the string for bash and busybox sh, but dash has no
+//     $'…' quoting: for it the string ends there and what follows runs.
+
+// lexProblem returns the text around the first place where the shells and the parser may
+// read src differently, or "" when there is none. f is src parsed with comments kept.
+func lexProblem(src string, f *syntax.File) string {
+	if i := strings.IndexAny(src, "\r\x00"); i >= 0 {
+		return around(src, i)
+	}
+	problem := ""
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if problem != "" {
+			return false
+		}
+		switch x := n.(type) {
+		case *syntax.Comment:
+			problem = commentProblem(src, x)
+		case *syntax.SglQuoted:
+			problem = quoteProblem(src, x)
+		case *syntax.Word:
+			for _, p := range x.Parts {
+				if lit, ok := p.(*syntax.Lit); ok && hasUnicodeSpace(lit.Value) {
+					problem = around(src, int(lit.Pos().Offset()))
+				}
+			}
+		}
+		return problem == ""
+	})
+	if problem == "" {
+		for _, c := range f.Last {
+			if problem = commentProblem(src, &c); problem != "" {
+				break
+			}
+		}
+	}
+	return problem
+}
+
+func commentProblem(src string, c *syntax.Comment) string {
+	at := int(c.Hash.Offset())
+	if at < 0 || at >= len(src) {
+		return ""
+	}
+	if strings.HasSuffix(c.Text, `\`) || strings.Contains(c.Text, "\\\n") {
+		return around(src, at)
+	}
+	if at == 0 {
+		return ""
+	}
+	switch src[at-1] {
+	case ' ', '\t', '\n', ';', '&', '|', '(':
+		return ""
+	}
+	return around(src, at)
+}
+
+func quoteProblem(src string, q *syntax.SglQuoted) string {
+	s, e := int(q.Pos().Offset()), int(q.End().Offset())
+	if s < 0 || e > len(src) || s >= e {
+		return ""
+	}
+	raw := src[s:e]
+	if strings.Contains(raw, "\\\n") {
+		return around(src, s)
+	}
+	if q.Dollar && strings.Contains(raw, `\'`) {
+		return around(src, s)
+	}
+	if !q.Dollar && raw != "'"+q.Value+"'" {
+		return around(src, s)
+	}
+	return ""
+}
+
+// hasUnicodeSpace reports whether s holds a space character beyond ASCII, or one of the
+// invisible characters that look like nothing at all.
+func hasUnicodeSpace(s string) bool {
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			continue
+		}
+		if unicode.IsSpace(r) || r == '\u200b' || r == '\u2060' || r == '\ufeff' {
+			return true
+		}
+	}
+	return false
+}
+
+// around returns the text near offset i, for a reason's segment.
+func around(src string, i int) string {
+	start, end := max(0, i-40), min(len(src), i+40)
+	return src[start:end]
+}
