@@ -22,6 +22,9 @@ const (
 	EventPending    = "pending"
 	EventCompleted  = "completed"
 	EventRecovered  = "ledger_recovered"
+	// EventNetworkDenied records a connection the URL guard or the egress proxy refused,
+	// under the call that tried it; Receipt.Network says where and why.
+	EventNetworkDenied = "network_denied"
 )
 
 // genesis is the "previous hash" of the first line.

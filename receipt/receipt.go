@@ -50,6 +50,19 @@ type Receipt struct {
 	DecidedAt  *time.Time `json:"decided_at,omitempty"`
 	StartedAt  *time.Time `json:"started_at,omitempty"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
+
+	// Network is set on network_denied events only.
+	Network *NetworkDenial `json:"network,omitempty"`
+}
+
+// NetworkDenial is one refused connection: the host and port asked for, the URL guard's
+// reason code, and what refused it ("web_fetch", "egress_proxy").
+type NetworkDenial struct {
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+	Reason string `json:"reason"`
+	Detail string `json:"detail,omitempty"`
+	By     string `json:"by"`
 }
 
 // HashArguments returns the SHA-256 of the canonical JSON form of args: keys sorted, no
