@@ -197,4 +197,3 @@ func denialMessage(d urlguard.Decision) string {
 	}
 	return msg + "; only public http(s) addresses allowed by [network] can be fetched"
 }
-
