@@ -186,8 +186,7 @@ func (w *walker) program(p *program, args []arg, in stdin, seg string) {
 	}
 	// A wrapper's options end at its first operand, except when its command follows "--".
 	s := w.scan(p, args, p.wrapper != "" && p.wrapper != wrapDashDash)
-	if hasAny(s.flags, p.queryFlags, false) && !hasAny(s.flags, p.codeFlags, true) {
-		// Only prints information; ruby -v -e CODE still runs CODE.
+	if w.queryOnly(p, s) {
 		return
 	}
 	w.add(reason, seg)
@@ -213,6 +212,67 @@ func (w *walker) program(p *program, args []arg, in stdin, seg string) {
 	if p.changesDir {
 		w.changeDir(s.operands)
 	}
+	if p.signals != "" {
+		w.signalTargets(p, args, seg)
+	}
+}
+
+// queryOnly reports whether a call only prints information: a query flag (crontab -l,
+// iptables -L) and nothing that does more. One harmless flag does not excuse the others:
+// crontab -r -l still removes the crontab, iptables -F -L still flushes the rules and
+// ruby -v -e CODE still runs CODE.
+func (w *walker) queryOnly(p *program, s scanned) bool {
+	if !hasAny(p, s.flags, p.queryFlags, false) || hasAny(p, s.flags, p.codeFlags, true) {
+		return false
+	}
+	for _, f := range s.flags {
+		for _, k := range flagKeys(f, p.flags, true, p.wholeFlags) {
+			if w.rules.reasons[p.flags[k]].risk > RiskSafe {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// signalTargets judges the processes a kill signals. Only a process this command started
+// in the background ($!, %1) is its own; any other PID — a number, -1 (every process), 0
+// (the group), $PPID, a value only known at run time — belongs to someone else.
+// pkill and killall pick processes by name, which are never only this command's.
+func (w *walker) signalTargets(p *program, args []arg, seg string) {
+	if p.signals == signalsNames {
+		w.add(codeSignalsOther, seg)
+		return
+	}
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		t := a.text
+		if t == "--" && !a.dynamic {
+			i++
+			break
+		}
+		if a.dynamic || !isFlag(t) || i > 0 && isSignalTarget(t) {
+			break
+		}
+		if p.valueFlags[t] {
+			i++
+		}
+		i++
+	}
+	for _, a := range args[i:] {
+		if a.jobPID || (!a.dynamic && strings.HasPrefix(a.text, "%")) {
+			continue
+		}
+		w.add(codeSignalsOther, seg)
+		return
+	}
+}
+
+// isSignalTarget reports whether a kill argument after the signal names a process group
+// (-PGID) or every process (-1) rather than another option.
+func isSignalTarget(t string) bool {
+	return len(t) > 1 && t[0] == '-' && isNumber(t[1:])
 }
 
 // operandReasons applies the rule's operand globs (git push origin +main) to every

@@ -9,7 +9,7 @@ var codesUsedByGo = []string{
 	codeDeviceWrite, codeCredentialAccess, codeMetadataAccess, codeForkBomb, codeRedirectWrite,
 	codeEnvHijack, codeTooComplex, codeExfiltration, codeHostMount, codeInteractive,
 	codeRecursiveModifySystem, codeRawSocket, codeSymlinkOutside, codeAirlockState, codeVCSConfigWrite,
-	codeWritesFiles, codeInternalError,
+	codeWritesFiles, codeInternalError, codeSignalsOther, codeDeletesFiles,
 }
 
 const (
@@ -43,4 +43,6 @@ const (
 	codeVCSConfigWrite           = "vcs_config_write"
 	codeWritesFiles              = "writes_files"
 	codeInternalError            = "internal_error"
+	codeSignalsOther             = "signals_other_process"
+	codeDeletesFiles             = "deletes_files"
 )

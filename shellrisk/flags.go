@@ -54,6 +54,25 @@ func (w *walker) scan(p *program, args []arg, wrapper bool) scanned {
 			i = j
 			continue
 		}
+		if p.wLongOptions && !a.dynamic && strings.HasPrefix(t, "-W") {
+			// awk -W exec=FILE is --exec=FILE.
+			v, at := t[2:], i
+			if v == "" && i+1 < len(args) {
+				i++
+				s.valueArg[i] = true
+				v = args[i].text
+				if args[i].dynamic {
+					v = dynamicMark
+				}
+			}
+			long := "--" + v
+			s.flags = append(s.flags, long)
+			s.flagAt = append(s.flagAt, at)
+			if name, val, ok := strings.Cut(long, "="); ok {
+				s.values = append(s.values, flagValue{longName(p, name), attached(val)})
+			}
+			continue
+		}
 		if isFlag(t) && !a.dynamic {
 			// find's -H, -L and -P come before the roots; any other flag starts the expression.
 			if p.expression && t != "-H" && t != "-L" && t != "-P" {
@@ -123,9 +142,11 @@ func longName(p *program, t string) string {
 	return t
 }
 
-// minAbbrev is the shortest abbreviation of a long flag that is matched (--del for
-// --delete); getopt_long takes any unambiguous prefix.
-const minAbbrev = 2
+// minAbbrev is the shortest abbreviation of a long flag that is matched: getopt_long takes
+// any unambiguous prefix, so --f is --file when no other long option starts with f. Which
+// prefixes are ambiguous depends on options the rules may not list, so a prefix stands for
+// every flag it could be; an ambiguous one only makes the program refuse to run.
+const minAbbrev = 1
 
 // prefixKeys returns the long flags in m that t abbreviates.
 func prefixKeys[V any](t string, has func(string) bool, m map[string]V) []string {
@@ -165,7 +186,7 @@ func takesValue(p *program, t string) bool {
 // -rf is -r and -f, and a key that matches exactly (find's -delete) wins. With abbrev, a
 // long flag also stands for the keys it abbreviates (--recur for --recursive); flags that
 // make a call safer are never matched that way.
-func flagKeys[V any](t string, m map[string]V, abbrev bool) []string {
+func flagKeys[V any](t string, m map[string]V, abbrev, whole bool) []string {
 	if len(m) == 0 {
 		return nil
 	}
@@ -188,6 +209,9 @@ func flagKeys[V any](t string, m map[string]V, abbrev bool) []string {
 			return []string{name}
 		}
 	}
+	if whole {
+		return nil
+	}
 	var out []string
 	for i := 1; i < len(t); i++ {
 		k := "-" + t[i:i+1]
@@ -198,12 +222,12 @@ func flagKeys[V any](t string, m map[string]V, abbrev bool) []string {
 	return out
 }
 
-func hasAny(flags []string, m map[string]bool, abbrev bool) bool {
+func hasAny(p *program, flags []string, m map[string]bool, abbrev bool) bool {
 	if len(m) == 0 {
 		return false
 	}
 	for _, f := range flags {
-		if len(flagKeys(f, m, abbrev)) > 0 {
+		if len(flagKeys(f, m, abbrev, p.wholeFlags)) > 0 {
 			return true
 		}
 	}
@@ -243,7 +267,7 @@ func (w *walker) descend(p *program, args []arg, seg string) (*program, []arg, s
 
 func (w *walker) flagReasons(p *program, flags []string, seg string) {
 	for _, f := range flags {
-		for _, k := range flagKeys(f, p.flags, true) {
+		for _, k := range flagKeys(f, p.flags, true, p.wholeFlags) {
 			w.add(p.flags[k], seg)
 		}
 	}

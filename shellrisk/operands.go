@@ -8,15 +8,15 @@ import (
 func (w *walker) operandPaths(p *program, s scanned, ops []arg, seg string) {
 	mode := p.paths
 	for _, f := range s.flags {
-		for _, k := range flagKeys(f, p.pathFlags, true) {
+		for _, k := range flagKeys(f, p.pathFlags, true, p.wholeFlags) {
 			mode = p.pathFlags[k]
 		}
 	}
-	recursive := hasAny(s.flags, p.recursive, true) && !w.filtered(p, s)
+	recursive := hasAny(p, s.flags, p.recursive, true) && !w.filtered(p, s)
 	if p.expression && len(ops) == 0 {
 		ops = []arg{{text: "."}}
 	}
-	if p.skip > 0 && !hasAny(s.flags, p.skipUnless, false) {
+	if p.skip > 0 && !hasAny(p, s.flags, p.skipUnless, false) {
 		ops = ops[min(p.skip, len(ops)):]
 	}
 	for _, a := range ops {
@@ -109,7 +109,7 @@ func (w *walker) valueReasons(p *program, s scanned, seg string) {
 // filtered reports whether a recursive action is narrowed to some files (find -name
 // '*.pyc'). A filter that matches everything (-name '*') narrows nothing.
 func (w *walker) filtered(p *program, s scanned) bool {
-	if !hasAny(s.flags, p.filters, false) {
+	if !hasAny(p, s.flags, p.filters, false) {
 		return false
 	}
 	narrowing := map[string]bool{}

@@ -424,10 +424,17 @@ func (w *walker) pathEffect(a arg, mode string, recursive bool, seg string) {
 			w.add(codeCredentialAccess, seg)
 		}
 	case pathsWrite:
+		if info.class == pathWorkspace || info.class == pathWorkspaceRoot || info.class == pathScratch {
+			// A program that reads by default still writes here (uniq IN OUT, sort -o).
+			w.add(codeWritesFiles, seg)
+		}
 		w.writeEffect(info, recursive, seg)
 	case pathsDelete, pathsMove:
 		if mode == pathsMove {
 			recursive = true
+		}
+		if info.class == pathWorkspace || info.class == pathWorkspaceRoot || info.class == pathScratch {
+			w.add(codeDeletesFiles, seg)
 		}
 		w.deleteEffect(info, recursive, seg)
 	}

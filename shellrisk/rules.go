@@ -80,6 +80,9 @@ type ProgramRule struct {
 	ChdirFlags   []string               `toml:"chdir_flags" json:"chdir_flags,omitempty"`
 	ValuePaths   map[string]string      `toml:"value_paths" json:"value_paths,omitempty"`
 	ValueReasons map[string]string      `toml:"value_reasons" json:"value_reasons,omitempty"`
+	WholeFlags   bool                   `toml:"whole_flags" json:"whole_flags,omitempty"`
+	WLongOptions bool                   `toml:"w_long_options" json:"w_long_options,omitempty"`
+	Signals      string                 `toml:"signals" json:"signals,omitempty"`
 }
 
 // PathRules lists sensitive paths. Entries may start with ~ (the home directory) and may be
@@ -139,6 +142,12 @@ const (
 	pathsDestDelete = "dest_delete"
 	// pathsLink: the last operand is written, the others are link targets (ln -s).
 	pathsLink = "link"
+)
+
+// Signal targets: how a program that signals processes names them.
+const (
+	signalsPids  = "pids"  // kill PID…: a PID the command started ($!, %job) or another
+	signalsNames = "names" // pkill NAME, killall NAME: processes this command did not start
 )
 
 // Wrapper kinds: how a program runs the command in its operands.
@@ -276,6 +285,12 @@ type program struct {
 	chdirFlags   map[string]bool
 	valuePaths   map[string]string
 	valueReasons [][3]string // flag, glob, reason; sorted for stable output
+	// wholeFlags: -KILL is one flag, not -K -I -L -L.
+	wholeFlags bool
+	// wLongOptions: -W NAME=VALUE is --NAME=VALUE (awk).
+	wLongOptions bool
+	// signals is how the program picks the processes it signals: "pids" or "names".
+	signals string
 }
 
 // ruleSet is the compiled form of a [RulesConfig].
@@ -404,33 +419,39 @@ func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error
 		}
 	}
 	p := &program{
-		reason:      pr.Reason,
-		flags:       pr.Flags,
-		valueFlags:  set(pr.ValueFlags),
-		queryFlags:  set(pr.QueryFlags),
-		paths:       pr.Paths,
-		pathFlags:   pr.PathFlags,
-		recursive:   set(pr.Recursive),
-		skip:        pr.Skip,
-		skipUnless:  set(pr.SkipUnless),
-		keyed:       pr.Keyed,
-		wrapper:     pr.Wrapper,
-		extraArgs:   pr.ExtraArgs,
-		codeFlags:   set(pr.CodeFlags),
-		codeOperand: pr.CodeOperand,
-		assignCode:  pr.AssignCode,
-		language:    pr.Language,
-		stdinCode:   pr.StdinCode,
-		stdinFlags:  set(pr.StdinFlags),
-		expression:  pr.Expression,
-		execFlags:   set(pr.ExecFlags),
-		filters:     set(pr.Filters),
-		mountFlags:  set(pr.MountFlags),
-		uploads:     pr.Uploads,
-		changesDir:  pr.ChangesDir,
-		sameShell:   pr.SameShell,
-		chdirFlags:  set(pr.ChdirFlags),
-		valuePaths:  pr.ValuePaths,
+		reason:       pr.Reason,
+		flags:        pr.Flags,
+		valueFlags:   set(pr.ValueFlags),
+		queryFlags:   set(pr.QueryFlags),
+		paths:        pr.Paths,
+		pathFlags:    pr.PathFlags,
+		recursive:    set(pr.Recursive),
+		skip:         pr.Skip,
+		skipUnless:   set(pr.SkipUnless),
+		keyed:        pr.Keyed,
+		wrapper:      pr.Wrapper,
+		extraArgs:    pr.ExtraArgs,
+		codeFlags:    set(pr.CodeFlags),
+		codeOperand:  pr.CodeOperand,
+		assignCode:   pr.AssignCode,
+		language:     pr.Language,
+		stdinCode:    pr.StdinCode,
+		stdinFlags:   set(pr.StdinFlags),
+		expression:   pr.Expression,
+		execFlags:    set(pr.ExecFlags),
+		filters:      set(pr.Filters),
+		mountFlags:   set(pr.MountFlags),
+		uploads:      pr.Uploads,
+		changesDir:   pr.ChangesDir,
+		sameShell:    pr.SameShell,
+		chdirFlags:   set(pr.ChdirFlags),
+		valuePaths:   pr.ValuePaths,
+		wholeFlags:   pr.WholeFlags,
+		wLongOptions: pr.WLongOptions,
+		signals:      pr.Signals,
+	}
+	if pr.Signals != "" && pr.Signals != signalsPids && pr.Signals != signalsNames {
+		return nil, fmt.Errorf("rules: %s.signals: unknown kind %q", field, pr.Signals)
 	}
 	for key, code := range pr.ValueReasons {
 		flag, glob, ok := strings.Cut(key, " ")

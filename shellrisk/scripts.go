@@ -154,13 +154,28 @@ func (w *walker) scriptPath(file, mode, seg string) {
 }
 
 // awkProgram judges where an awk program's print and printf statements send their output:
-// > "file" and >> "file" write it, | "cmd" runs cmd.
+// > "file" and >> "file" write it, | "cmd" runs cmd; an indirect call @name(…) may be a
+// call of system().
 func (w *walker) awkProgram(src, seg string) {
 	n := len(src)
 	for i := 0; i < n; i++ {
 		switch src[i] {
 		case '"':
 			i = skipAwkString(src, i)
+			continue
+		case '@':
+			// gawk's indirect call @name(…) calls the function whose name is in a variable,
+			// system() included.
+			j := i + 1
+			for j < n && isWordByte(src[j]) {
+				j++
+			}
+			for j < n && (src[j] == ' ' || src[j] == '\t') {
+				j++
+			}
+			if j > i+1 && j < n && src[j] == '(' {
+				w.add(codeInterpreterCode, seg)
+			}
 			continue
 		case 'p':
 		default:

@@ -36,6 +36,9 @@ type varValue struct {
 	text string
 	// tilde is true when text starts with a ~ the shell expanded at the assignment (x=~).
 	tilde bool
+	// jobPID is true when the value is $!, the PID of a job this command started; text is
+	// then unknown.
+	jobPID bool
 }
 
 // funcDef is a function the command defined: its body is walked again at each call, with

@@ -273,9 +273,12 @@ func (w *walker) assign(a *syntax.Assign, seg string) {
 	case a.Value != nil:
 		w.substs(a.Value)
 		v := w.resolve(a.Value)
-		if v.dynamic || a.Append || a.Index != nil {
+		switch {
+		case v.jobPID && v.text == dynamicMark && !a.Append && a.Index == nil:
+			w.setVar(name, varValue{jobPID: true})
+		case v.dynamic || a.Append || a.Index != nil:
 			w.forget(name)
-		} else {
+		default:
 			w.setVar(name, varValue{text: v.text, tilde: v.tilde})
 		}
 	case a.Array != nil:

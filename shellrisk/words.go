@@ -30,6 +30,9 @@ type arg struct {
 	// split is true when an unquoted variable's value holds spaces: the shell splits the
 	// word into several, at splitMark in text.
 	split bool
+	// jobPID is true when the word is the PID of a job this command started: $!, or a
+	// variable assigned $!.
+	jobPID bool
 }
 
 // splitMark stands in the text where the shell splits a word into fields.
@@ -134,6 +137,10 @@ func (w *walker) resolve(word *syntax.Word) arg {
 		}
 	}
 	a.text = b.String()
+	if a.jobPID && a.text != dynamicMark {
+		// $!x is not a PID.
+		a.jobPID = false
+	}
 	return a
 }
 
@@ -164,8 +171,12 @@ func (w *walker) param(p *syntax.ParamExp, a *arg, b *strings.Builder, quoted bo
 			a.ifs = true
 			b.WriteString(" ")
 			return
+		case name == "!":
+			a.jobPID = b.Len() == 0
 		default:
-			if v, ok := w.st.vars[name]; ok && !w.st.noVars {
+			if v, ok := w.st.vars[name]; ok && v.jobPID && !w.st.noVars {
+				a.jobPID = b.Len() == 0
+			} else if ok && !w.st.noVars {
 				if b.Len() == 0 && v.tilde {
 					a.tilde = true
 				}

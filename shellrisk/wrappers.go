@@ -85,7 +85,7 @@ func (w *walker) codeFlag(p *program, s scanned, in stdin, seg string) bool {
 	}
 	found := false
 	for fi, f := range s.flags {
-		keys := flagKeys(f, p.codeFlags, true)
+		keys := flagKeys(f, p.codeFlags, true, p.wholeFlags)
 		if len(keys) == 0 {
 			continue
 		}
@@ -168,7 +168,7 @@ func (w *walker) codeRunner(p *program, s scanned, in stdin, seg string) {
 	if p.codeOperand {
 		switch {
 		case hadFlag:
-		case hasAny(s.flags, p.skipUnless, false):
+		case hasAny(p, s.flags, p.skipUnless, false):
 			w.add(codeRunsScript, seg)
 		case len(ops) > 0:
 			if ops[0].text != "-" {
@@ -195,7 +195,7 @@ func (w *walker) codeRunner(p *program, s scanned, in stdin, seg string) {
 	if !p.stdinCode {
 		return
 	}
-	fromStdin := hasAny(s.flags, p.stdinFlags, true)
+	fromStdin := hasAny(p, s.flags, p.stdinFlags, true)
 	if !fromStdin && len(ops) > 0 && ops[0].text != "-" && ops[0].text != "/dev/stdin" {
 		if ops[0].procSubst {
 			w.add(codePipeToShell, seg)
