@@ -36,6 +36,7 @@ type Config struct {
 	Approvals   Approvals         `toml:"approvals"`
 	Policy      pathpolicy.Config `toml:"policy"`
 	Network     urlguard.Config   `toml:"network"`
+	Session     Session           `toml:"session"`
 
 	// Dir is the directory relative paths are taken from: the config file's directory, or
 	// the current directory when there is no file. It is not read from TOML.
@@ -62,6 +63,13 @@ type Ledger struct {
 	StoreArguments bool   `toml:"store_arguments"`
 }
 
+// Session is the [session] table: how the runtime keeps agent sessions.
+type Session struct {
+	// IdleTTL closes a session that had no call for this long (its container, its cached
+	// approvals and its jobs end with it); 0 keeps sessions until they are closed.
+	IdleTTL backend.Duration `toml:"idle_ttl"`
+}
+
 // Tools holds settings shared by every tool.
 type Tools struct {
 	MaxOutputChars int `toml:"max_output_chars"`
@@ -85,6 +93,7 @@ func Default() Config {
 		Approvals: defaultApprovals(),
 		Policy:    pathpolicy.DefaultConfig(),
 		Network:   urlguard.DefaultConfig(),
+		Session:   Session{IdleTTL: backend.Duration(30 * time.Minute)},
 	}
 }
 
@@ -272,6 +281,9 @@ func (c *Config) Abs(p string) string {
 
 // WorkspaceDir is the local workspace's absolute path.
 func (c *Config) WorkspaceDir() string { return c.Abs(c.Environment.Workspace) }
+
+// SessionsDir is where named sessions keep their state: beside the ledger.
+func (c *Config) SessionsDir() string { return filepath.Join(filepath.Dir(c.LedgerPath()), "sessions") }
 
 // LedgerPath is the ledger's absolute path.
 func (c *Config) LedgerPath() string { return c.Abs(c.Ledger.Path) }

@@ -60,6 +60,9 @@ type Ledger struct {
 	prev string
 }
 
+// ErrClosed is returned by Append after Close.
+var ErrClosed = errors.New("ledger closed")
+
 // Open opens or creates the ledger at path. A torn last line left by a crash is cut off and
 // a ledger_recovered event, chained to the last good line, records its length and hash.
 func Open(path string) (*Ledger, error) {
@@ -85,6 +88,9 @@ func (l *Ledger) Path() string { return l.path }
 func (l *Ledger) Append(event string, r *Receipt) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.f == nil {
+		return ErrClosed
+	}
 	return l.withLock(func() error { return l.appendLocked(Line{Event: event, Receipt: r}) })
 }
 

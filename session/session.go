@@ -34,12 +34,21 @@ func NewMemory() *Store { return &Store{state: state{Files: map[string]string{}}
 
 var validID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
+// CheckID reports whether id can name a session: 1-128 letters, digits, dot, underscore
+// and dash, and not "." or "..".
+func CheckID(id string) error {
+	if !validID.MatchString(id) || id == "." || id == ".." {
+		return fmt.Errorf("session: id %q: use 1-128 letters, digits, '.', '_' or '-'", id)
+	}
+	return nil
+}
+
 // Open loads (or creates) the session id under dir and holds it until Close; a session held
 // by another process gives ErrInUse at once rather than a wait nobody can interrupt. The ID
 // may hold letters, digits, dot, underscore and dash.
 func Open(dir, id string) (*Store, error) {
-	if !validID.MatchString(id) || id == "." || id == ".." {
-		return nil, fmt.Errorf("session: id %q: use 1-128 letters, digits, '.', '_' or '-'", id)
+	if err := CheckID(id); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("session: %w", err)

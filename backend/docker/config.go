@@ -66,6 +66,11 @@ type Config struct {
 
 	// The fields below come from the general [environment] section; the caller fills them.
 
+	// Session names the runtime session the container belongs to; empty for one shared by
+	// every session of its configuration. It is part of the fingerprint, so that each named
+	// session has a container of its own, found again by a later process of that session.
+	Session string `toml:"-"`
+
 	// DefaultTimeout applies when a request sets none.
 	DefaultTimeout time.Duration `toml:"-"`
 	// MaxOutputBytes caps each stream when a request sets none.

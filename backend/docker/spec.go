@@ -39,6 +39,7 @@ func helperTmpfsSize(binary int64) int64 {
 // configuration, hashed into the fingerprint, and translated once to Engine API types.
 type spec struct {
 	ImageID         string                  `json:"image_id"`
+	Session         string                  `json:"session,omitempty"`
 	Workdir         string                  `json:"workdir"`
 	User            string                  `json:"user"`
 	Env             []string                `json:"env"`
@@ -60,6 +61,7 @@ type spec struct {
 func buildSpec(cfg Config, imageID string, helper binaryInfo) (spec, error) {
 	s := spec{
 		ImageID:         imageID,
+		Session:         cfg.Session,
 		Workdir:         cfg.Workdir,
 		User:            cfg.User,
 		Network:         cfg.Network,

@@ -7,18 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/approval"
 	"github.com/airlock-dev/airlock/configs"
-	"github.com/airlock-dev/airlock/pipeline"
-	"github.com/airlock-dev/airlock/receipt"
-	"github.com/airlock-dev/airlock/session"
-	"github.com/airlock-dev/airlock/terminal"
-	"github.com/airlock-dev/airlock/tool"
+	"github.com/airlock-dev/airlock/engine"
 )
 
 // commonFlags are the flags every command that runs calls shares.
@@ -69,102 +64,42 @@ func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 	return 0, false
 }
 
-// stack is everything a run needs, opened from a config.
-type stack struct {
-	cfg      *configs.Config
-	log      hclog.Logger
-	env      backend.Environment
-	ledger   *receipt.Ledger
-	pipeline *pipeline.Pipeline
-	closers  []func() error
-}
-
-// extension adds to a stack being assembled: more tools, a policy, an approval, hooks.
-// Packages that arrive later (file tools, approvals) each register one from a file of
-// their own, so this function does not change when they do.
-type extension func(ctx context.Context, st *stack, reg *tool.Registry, opts *pipeline.Options, s stdio) error
-
-var extensions []namedExtension
-
-type namedExtension struct {
-	name string
-	fn   extension
-}
-
-func registerExtension(name string, fn extension) {
-	extensions = append(extensions, namedExtension{name, fn})
-}
-
-// assemble loads the config and opens the environment, the ledger and the pipeline.
-func assemble(ctx context.Context, cf commonFlags, s stdio) (*stack, error) {
+// openSession builds the runtime from the config the flags name and opens the session they
+// name (a fresh ephemeral one without --session). When a person is at the terminal, calls
+// that need approval are asked there. The returned function closes it all.
+func openSession(ctx context.Context, cf commonFlags, s stdio) (*engine.Session, hclog.Logger, func(), error) {
 	log := newLogger(cf.logLevel, s.err)
 	cfg, err := configs.Load(cf.config)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	st := &stack{cfg: cfg, log: log}
-	env, err := openEnvironment(ctx, cfg, log)
-	if err != nil {
-		return nil, fmt.Errorf("environment: %w", err)
+	opts := []engine.Option{engine.WithLogger(log)}
+	tty := openPromptTTY(s)
+	if tty != nil {
+		opts = append(opts, engine.WithApprover(approval.NewTTYApprover(tty, tty, approvalPromptTimeout)))
 	}
-	st.env = env
-	st.closers = append(st.closers, func() error { return env.Close(context.WithoutCancel(ctx)) })
-	ledger, err := receipt.Open(cfg.LedgerPath())
-	if err != nil {
-		st.close()
-		return nil, fmt.Errorf("ledger.path: %w", err)
-	}
-	st.ledger = ledger
-	st.closers = append(st.closers, ledger.Close)
-
-	reg := tool.NewRegistry()
-	if err := reg.Register(terminal.Definition(terminal.Options{MaxOutputChars: cfg.Tools.MaxOutputChars})); err != nil {
-		st.close()
-		return nil, err
-	}
-	sess := session.NewMemory()
-	if cf.session != "" {
-		if sess, err = session.Open(filepath.Join(filepath.Dir(cfg.LedgerPath()), "sessions"), cf.session); err != nil {
-			st.close()
-			return nil, err
-		}
-		st.closers = append(st.closers, sess.Close)
-	}
-	stale := &session.StaleCheck{Store: sess, Readers: []string{"read_file"}, Writers: []string{"write_file", "patch"}}
-	opts := pipeline.Options{
-		Registry:       reg,
-		Env:            env,
-		Ledger:         ledger,
-		Logger:         log,
-		StoreArguments: cfg.Ledger.StoreArguments,
-		MaxOutputChars: cfg.Tools.MaxOutputChars,
-		SessionID:      cf.session,
-		Session:        sess,
-		PreHooks:       []pipeline.PreHook{stale},
-		PostHooks:      []pipeline.PostHook{stale},
-	}
-	for _, ext := range extensions {
-		if err := ext.fn(ctx, st, reg, &opts, s); err != nil {
-			st.close()
-			return nil, fmt.Errorf("%s: %w", ext.name, err)
+	closeTTY := func() {
+		if tty != nil {
+			_ = tty.Close()
 		}
 	}
-	p, err := pipeline.New(opts)
+	eng, err := engine.New(ctx, cfg, opts...)
 	if err != nil {
-		st.close()
-		return nil, err
+		closeTTY()
+		return nil, nil, nil, err
 	}
-	st.pipeline = p
-	return st, nil
-}
-
-func (st *stack) close() {
-	for i := len(st.closers) - 1; i >= 0; i-- {
-		if err := st.closers[i](); err != nil && st.log != nil {
-			st.log.Warn("close failed", "error", err)
+	closeAll := func() {
+		if err := eng.Close(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("close failed", "error", err)
 		}
+		closeTTY()
 	}
-	st.closers = nil
+	sess, err := eng.Session(ctx, cf.session)
+	if err != nil {
+		closeAll()
+		return nil, nil, nil, err
+	}
+	return sess, log, closeAll, nil
 }
 
 // fail prints an error the way every command does and returns exit code 2.

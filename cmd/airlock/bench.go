@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/configs"
+	"github.com/airlock-dev/airlock/engine"
 )
 
 func init() {
@@ -92,7 +93,7 @@ func runBench(args []string, s stdio) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	env, err := openEnvironment(ctx, cfg, hclog.NewNullLogger())
+	env, err := engine.OpenEnvironment(ctx, cfg, "", hclog.NewNullLogger())
 	if err != nil {
 		return fail(s, err)
 	}

@@ -39,18 +39,18 @@ func runCall(args []string, s stdio) int {
 			return fail(s, fmt.Errorf("stdin: %w", err))
 		}
 	}
-	st, err := assemble(ctx, cf, s)
+	sess, _, closeAll, err := openSession(ctx, cf, s)
 	if err != nil {
 		return fail(s, err)
 	}
-	defer st.close()
+	defer closeAll()
 	enc := json.NewEncoder(s.out)
 	enc.SetIndent("", "  ")
 	if tools {
-		_ = enc.Encode(st.pipeline.Registry().Specs())
+		_ = enc.Encode(sess.Engine().Registry().Specs())
 		return 0
 	}
-	results := st.pipeline.RunBatch(ctx, calls)
+	results := sess.RunBatch(ctx, calls)
 	if err := enc.Encode(results); err != nil {
 		return fail(s, fmt.Errorf("stdout: %w", err))
 	}

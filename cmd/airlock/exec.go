@@ -66,11 +66,11 @@ func runExec(args []string, s stdio) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	st, err := assemble(ctx, cf, s)
+	sess, log, closeAll, err := openSession(ctx, cf, s)
 	if err != nil {
 		return fail(s, err)
 	}
-	defer st.close()
+	defer closeAll()
 
 	a := terminal.Args{Command: command, Workdir: workdir}
 	if timeout > 0 {
@@ -78,8 +78,8 @@ func runExec(args []string, s stdio) int {
 	}
 	raw, _ := json.Marshal(a)
 	ctx = tool.WithStream(ctx, &tool.Stream{Stdout: s.out, Stderr: s.err})
-	res := st.pipeline.Run(ctx, pipeline.Call{Name: terminal.Name, Arguments: raw})
-	st.log.Debug("call finished", "call_id", res.CallID, "status", res.Status, "outcome", res.Receipt.Outcome)
+	res := sess.Run(ctx, pipeline.Call{Name: terminal.Name, Arguments: raw})
+	log.Debug("call finished", "call_id", res.CallID, "status", res.Status, "outcome", res.Receipt.Outcome)
 	switch res.Status {
 	case pipeline.StatusOK:
 		if res.Metadata.ExitCode != nil {

@@ -82,7 +82,8 @@ func runSSHTrust(args []string, s stdio) int {
 		fmt.Fprintln(s.err, "airlock ssh trust:", err)
 		return 1
 	}
-	defaults := sshConfig(cfg)
+	defaults := cfg.Environment.SSH
+	defaults.KnownHosts = cfg.Abs(defaults.KnownHosts)
 	host := rest[0]
 	if _, h, ok := strings.Cut(host, "@"); ok {
 		host = h

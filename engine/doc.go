@@ -1,0 +1,15 @@
+// Package engine is Airlock's runtime: it builds everything a tool call needs from a
+// validated config once — the tool registry, the path policy, the approval gate, the
+// receipt ledger and the backends — and hands out sessions.
+//
+// Every front end (the CLI's call, exec and demo, the MCP server, the HTTP server to come)
+// adapts one [Engine]; none of them assembles a pipeline, knows a backend type or decides
+// policy. A [Session] is one agent's conversation: its own environment where the backend has
+// one per session (a container per session on Docker), its denial budget, the hashes of the
+// files it read or wrote (for stale_file), its cached approvals and the calls of it that wait
+// for a person. Sessions idle longer than the configured TTL are reaped; [Engine.Close] ends
+// them all.
+//
+// The engine is fail-closed by construction: it always installs the path policy and the
+// approval gate, and the pipeline refuses to be built without them.
+package engine
