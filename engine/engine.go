@@ -178,8 +178,16 @@ func (e *Engine) Session(ctx context.Context, id string) (*Session, error) {
 	}
 	if s, ok := e.sessions[id]; ok {
 		e.mu.Unlock()
-		s.touch()
-		return s, nil
+		if s.touch() {
+			return s, nil
+		}
+		// It is closing: wait until it has let go of its state, then open it afresh.
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return e.Session(ctx, id)
 	}
 	e.mu.Unlock()
 
@@ -188,13 +196,12 @@ func (e *Engine) Session(ctx context.Context, id string) (*Session, error) {
 		return nil, err
 	}
 	e.mu.Lock()
-	if other, ok := e.sessions[id]; ok || e.closed {
+	if _, ok := e.sessions[id]; ok || e.closed {
 		// Another caller opened it at the same time, or the engine closed meanwhile.
 		e.mu.Unlock()
 		_ = s.end(ctx)
 		if ok {
-			other.touch()
-			return other, nil
+			return e.Session(ctx, id)
 		}
 		return nil, ErrClosed
 	}

@@ -39,6 +39,8 @@ type Session struct {
 	lastUsed time.Time
 	onClose  []func()
 	pending  []approval.Prompt
+	// done is closed once Close has released everything; the engine then forgets the session.
+	done chan struct{}
 }
 
 func (e *Engine) openSession(ctx context.Context, id string, named bool) (*Session, error) {
@@ -63,7 +65,7 @@ func (e *Engine) openSession(ctx context.Context, id string, named bool) (*Sessi
 		_ = store.Close()
 		return nil, fmt.Errorf("environment: %w", err)
 	}
-	s := &Session{e: e, id: id, named: named, env: env, own: own, store: store, lastUsed: e.opts.now()}
+	s := &Session{e: e, id: id, named: named, env: env, own: own, store: store, lastUsed: e.opts.now(), done: make(chan struct{})}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	stale := &session.StaleCheck{Store: store, Readers: []string{"read_file"}, Writers: []string{"write_file", "patch"}}
 	s.pipe, err = pipeline.New(pipeline.Options{
@@ -162,10 +164,12 @@ func (s *Session) finish() {
 	}
 }
 
-func (s *Session) touch() {
+// touch marks the session used; it reports false for a session that is closing.
+func (s *Session) touch() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastUsed = s.e.opts.now()
+	return !s.closed
 }
 
 // idleSince is how long the session has had no call running, zero while one runs.
@@ -226,6 +230,7 @@ func (s *Session) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		<-s.done // a Close in progress finishes first
 		return nil
 	}
 	s.closed = true
@@ -237,7 +242,8 @@ func (s *Session) Close(ctx context.Context) error {
 	hooks := s.onClose
 	s.onClose = nil
 	s.mu.Unlock()
-	s.e.forget(s)
+	defer close(s.done)
+	defer s.e.forget(s)
 	s.endLife()
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
