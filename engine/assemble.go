@@ -38,6 +38,9 @@ func (e *Engine) assemble() error {
 		return err
 	}
 	e.policy = pol
+	if err := e.assembleWeb(); err != nil {
+		return err
+	}
 
 	gopts := []approval.Option{approval.WithLogger(e.log)}
 	if e.opts.approver != nil {

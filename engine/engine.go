@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/configs"
 	"github.com/airlock-dev/airlock/pathpolicy"
+	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/receipt"
 	"github.com/airlock-dev/airlock/tool"
 )
@@ -90,6 +91,8 @@ type Engine struct {
 	gate   *approval.Gate
 	ledger *receipt.Ledger
 	envs   *environments
+	// preHooks run in every session's pipeline after its own (stale_file).
+	preHooks []pipeline.PreHook
 
 	mu       sync.Mutex
 	closed   bool

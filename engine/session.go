@@ -80,7 +80,7 @@ func (e *Engine) openSession(ctx context.Context, id string, named bool) (*Sessi
 		SessionID:      id,
 		Session:        store,
 		DenialBudget:   e.policy.DenialBudget(),
-		PreHooks:       []pipeline.PreHook{stale},
+		PreHooks:       append([]pipeline.PreHook{stale}, e.preHooks...),
 		PostHooks:      []pipeline.PostHook{stale},
 		NeverParallel:  e.cfg.Approvals.NeverParallel,
 		PathScoped:     e.cfg.Approvals.PathScoped,
