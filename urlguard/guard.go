@@ -237,14 +237,8 @@ func refuseParse(err error) Decision {
 // and addresses first, so the most telling reason wins), deny_domains, the
 // mode and allow_domains, then every address the name resolves to.
 func (g *Guard) check(ctx context.Context, t Target) Decision {
-	if t.IsIP() {
-		if r := g.CheckAddr(t.Addr); r != Allowed {
-			d := refuse(t, r, "address "+t.Addr.String())
-			d.Addr, d.Addrs = t.Addr, []netip.Addr{t.Addr}
-			return d
-		}
-	} else if r := classifyName(t.Host); r != Allowed && !(r == Loopback && g.allowLoopback) {
-		return refuse(t, r, "name "+t.Host)
+	if d, refused := g.checkLiteral(t); refused {
+		return d
 	}
 	if d, refused := g.checkDomains(t); refused {
 		return d
@@ -268,6 +262,23 @@ func (g *Guard) check(ctx context.Context, t Target) Decision {
 		}
 	}
 	return Decision{Allowed: true, Reason: Allowed, Target: t, Addrs: addrs}
+}
+
+// checkLiteral refuses what the host is, before any lookup: a blocked address literal, or a
+// name that is special whatever it resolves to (metadata names, localhost).
+func (g *Guard) checkLiteral(t Target) (Decision, bool) {
+	if t.IsIP() {
+		if r := g.CheckAddr(t.Addr); r != Allowed {
+			d := refuse(t, r, "address "+t.Addr.String())
+			d.Addr, d.Addrs = t.Addr, []netip.Addr{t.Addr}
+			return d, true
+		}
+		return Decision{}, false
+	}
+	if r := classifyName(t.Host); r != Allowed && !(r == Loopback && g.allowLoopback) {
+		return refuse(t, r, "name "+t.Host), true
+	}
+	return Decision{}, false
 }
 
 // checkDomains applies deny_domains, the mode and allow_domains to the host
@@ -299,8 +310,9 @@ func (p pattern) String() string {
 	return p.name
 }
 
-// AllowsHost says whether a host name passes deny_domains, the mode and
-// allow_domains, before any lookup. The egress proxy uses it to refuse a
+// AllowsHost says whether a host passes the rules that need no lookup: what
+// the host is (an address literal's class, metadata names, localhost),
+// deny_domains, the mode and allow_domains. The egress proxy uses it to refuse a
 // request without resolving anything.
 func (g *Guard) AllowsHost(host string) Decision {
 	h, a, err := ParseHost(host)
@@ -308,6 +320,9 @@ func (g *Guard) AllowsHost(host string) Decision {
 		return refuseParse(err)
 	}
 	t := Target{Host: h, Addr: a}
+	if d, refused := g.checkLiteral(t); refused {
+		return d
+	}
 	if d, refused := g.checkDomains(t); refused {
 		return d
 	}

@@ -1,0 +1,22 @@
+// Package egress is Airlock's egress proxy: the one way out for commands when
+// `[network] mode = "allowlist"`.
+//
+// A command's environment points HTTP_PROXY and HTTPS_PROXY at it (on Docker, the container
+// sits on an internal network with no route out, so the proxy is the only thing it can
+// reach). It serves HTTP CONNECT (for https and anything tunnelled) and plain HTTP requests
+// in absolute form, by host name, and lets through only hosts that the URL guard allows
+// under the configured allow_domains — checked when the request arrives (deny_domains,
+// the mode, allow_domains: no lookup for a refused name) and again when it dials, on every
+// address the name resolves to and on the IP actually connected (urlguard's Control). A
+// CONNECT to 169.254.169.254, or to an allowed name that resolves to an internal address,
+// is refused before any packet is sent.
+//
+// Every refusal is logged, counted ([Proxy.Stats]) and handed to the OnDenied callback with
+// host, port, reason and — when the client sent the per-call token as proxy credentials
+// (see [Proxy.Token]) — the call it belongs to, so that the wiring writes it to that call's
+// receipt as a network_denied event.
+//
+// Metrics are plain counters read through Stats, not a Prometheus registry: Airlock has no
+// metrics endpoint to serve them from yet, and counters cost no dependency; an exporter can
+// read Stats when one exists.
+package egress

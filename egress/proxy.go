@@ -1,0 +1,379 @@
+package egress
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/airlock-dev/airlock/urlguard"
+)
+
+// Denial is one refused request.
+type Denial struct {
+	CallID    string
+	SessionID string
+	Host      string
+	Port      int
+	Reason    urlguard.Reason
+	Detail    string
+	Method    string // CONNECT, GET, …
+}
+
+// Stats are the proxy's counters since it started.
+type Stats struct {
+	Requests int64
+	Allowed  int64
+	Denied   int64
+	// DeniedBy counts refusals by reason code.
+	DeniedBy map[urlguard.Reason]int64
+	// BytesUp and BytesDown count tunnelled and relayed body bytes.
+	BytesUp, BytesDown int64
+}
+
+// Option configures a Proxy.
+type Option func(*Proxy) error
+
+// WithLogger sets the logger (default: none).
+func WithLogger(l hclog.Logger) Option {
+	return func(p *Proxy) error { p.log = l.Named("egress"); return nil }
+}
+
+// WithOnDenied sets the callback told about every refusal.
+func WithOnDenied(fn func(Denial)) Option {
+	return func(p *Proxy) error { p.onDenied = fn; return nil }
+}
+
+// WithSession names the session whose commands use this proxy, for refusals that carry no
+// call token.
+func WithSession(id string) Option {
+	return func(p *Proxy) error { p.session = id; return nil }
+}
+
+// Proxy is an HTTP CONNECT and plain HTTP forward proxy guarded by a urlguard.Guard.
+type Proxy struct {
+	guard    *urlguard.Guard
+	log      hclog.Logger
+	onDenied func(Denial)
+	session  string
+
+	srv   *http.Server
+	relay *httputil.ReverseProxy
+
+	tokensMu sync.Mutex
+	tokens   map[string]string // token → call id
+
+	requests, allowed, denied atomic.Int64
+	up, down                  atomic.Int64
+	byMu                      sync.Mutex
+	deniedBy                  map[urlguard.Reason]int64
+
+	connsMu sync.Mutex
+	conns   map[net.Conn]struct{}
+	closed  bool
+}
+
+// New makes a proxy; Serve starts it.
+func New(g *urlguard.Guard, opts ...Option) (*Proxy, error) {
+	if g == nil {
+		return nil, errors.New("egress: a URL guard is required")
+	}
+	p := &Proxy{guard: g, log: hclog.NewNullLogger(), tokens: map[string]string{},
+		deniedBy: map[urlguard.Reason]int64{}, conns: map[net.Conn]struct{}{}}
+	for _, o := range opts {
+		if err := o(p); err != nil {
+			return nil, err
+		}
+	}
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           g.DialContext,
+		MaxIdleConns:          64,
+		IdleConnTimeout:       30 * time.Second,
+		ResponseHeaderTimeout: 60 * time.Second,
+	}
+	p.relay = &httputil.ReverseProxy{
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.Out.Header.Del("Proxy-Authorization") },
+		Transport: tr,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			var de *urlguard.DeniedError
+			if errors.As(err, &de) {
+				host, port := splitHostPortDefault(r.URL.Host, 80)
+				p.refuse(w, r, urlguard.Decision{Reason: de.Reason, Detail: de.Detail, Target: urlguard.Target{Host: host, Port: port}})
+				return
+			}
+			p.log.Debug("relay failed", "host", r.URL.Host, "error", err)
+			http.Error(w, "egress: upstream failed: "+err.Error(), http.StatusBadGateway)
+		},
+	}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ConnState: p.track}
+	return p, nil
+}
+
+// Serve answers on ln until Close.
+func (p *Proxy) Serve(ln net.Listener) error {
+	err := p.srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close stops the proxy and cuts every open tunnel.
+func (p *Proxy) Close() error {
+	err := p.srv.Close()
+	p.connsMu.Lock()
+	p.closed = true
+	for c := range p.conns {
+		c.Close()
+	}
+	p.connsMu.Unlock()
+	return err
+}
+
+func (p *Proxy) track(c net.Conn, s http.ConnState) {
+	p.connsMu.Lock()
+	defer p.connsMu.Unlock()
+	switch s {
+	case http.StateNew:
+		p.conns[c] = struct{}{}
+	case http.StateClosed:
+		delete(p.conns, c)
+	}
+}
+
+// Token returns proxy credentials that tie requests to callID, valid until release. Put
+// them in the proxy URL (http://call:TOKEN@host:port): clients send them as
+// Proxy-Authorization, and a refusal then names the call.
+func (p *Proxy) Token(callID string) (token string, release func()) {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	token = hex.EncodeToString(b)
+	p.tokensMu.Lock()
+	p.tokens[token] = callID
+	p.tokensMu.Unlock()
+	return token, func() {
+		p.tokensMu.Lock()
+		delete(p.tokens, token)
+		p.tokensMu.Unlock()
+	}
+}
+
+func (p *Proxy) callOf(r *http.Request) string {
+	auth := r.Header.Get("Proxy-Authorization")
+	enc, ok := strings.CutPrefix(auth, "Basic ")
+	if !ok {
+		return ""
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(enc))
+	if err != nil {
+		return ""
+	}
+	_, token, _ := strings.Cut(string(raw), ":")
+	p.tokensMu.Lock()
+	defer p.tokensMu.Unlock()
+	return p.tokens[token]
+}
+
+// Stats returns the counters.
+func (p *Proxy) Stats() Stats {
+	s := Stats{Requests: p.requests.Load(), Allowed: p.allowed.Load(), Denied: p.denied.Load(),
+		BytesUp: p.up.Load(), BytesDown: p.down.Load(), DeniedBy: map[urlguard.Reason]int64{}}
+	p.byMu.Lock()
+	for k, v := range p.deniedBy {
+		s.DeniedBy[k] = v
+	}
+	p.byMu.Unlock()
+	return s
+}
+
+// ServeHTTP handles one proxy request.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.requests.Add(1)
+	if r.Method == http.MethodConnect {
+		p.connect(w, r)
+		return
+	}
+	if r.URL.Scheme != "http" || r.URL.Host == "" {
+		p.refuse(w, r, urlguard.Decision{Reason: urlguard.UnsupportedScheme,
+			Detail: "the proxy relays absolute http:// URLs and CONNECT; send https through CONNECT"})
+		return
+	}
+	host, port := splitHostPortDefault(r.URL.Host, 80)
+	if d := p.check(r.Context(), host, port); !d.Allowed {
+		p.refuse(w, r, d)
+		return
+	}
+	p.allowed.Add(1)
+	p.log.Debug("relay", "method", r.Method, "host", host, "port", port)
+	r.Body = countingReader{r.Body, &p.up}
+	p.relay.ServeHTTP(countingWriter{w, &p.down}, r)
+}
+
+// check is the decision on arrival: the domain rules first (no lookup for a refused name),
+// then the full check with every resolved address.
+func (p *Proxy) check(ctx context.Context, host string, port int) urlguard.Decision {
+	if d := p.guard.AllowsHost(host); !d.Allowed {
+		d.Target.Port = port
+		return d
+	}
+	return p.guard.CheckHost(ctx, host, port)
+}
+
+func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
+	host, portStr, err := net.SplitHostPort(r.Host)
+	port, perr := strconv.Atoi(portStr)
+	if err != nil || perr != nil || port < 1 || port > 65535 {
+		p.refuse(w, r, urlguard.Decision{Reason: urlguard.InvalidPort, Detail: "CONNECT needs host:port, got " + r.Host})
+		return
+	}
+	d := p.check(r.Context(), host, port)
+	if !d.Allowed {
+		p.refuse(w, r, d)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	upstream, err := p.guard.DialContext(ctx, "tcp", net.JoinHostPort(host, portStr))
+	cancel()
+	if err != nil {
+		var de *urlguard.DeniedError
+		if errors.As(err, &de) {
+			p.refuse(w, r, urlguard.Decision{Reason: de.Reason, Detail: de.Detail, Target: urlguard.Target{Host: d.Target.Host, Port: port}})
+			return
+		}
+		http.Error(w, "egress: connect failed: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		upstream.Close()
+		http.Error(w, "egress: cannot tunnel on this connection", http.StatusInternalServerError)
+		return
+	}
+	client, buf, err := hj.Hijack()
+	if err != nil {
+		upstream.Close()
+		return
+	}
+	p.allowed.Add(1)
+	p.log.Debug("tunnel", "host", host, "port", port)
+	if _, err := client.Write([]byte("HTTP/1.1 200 Connection Established\r\n\r\n")); err != nil {
+		client.Close()
+		upstream.Close()
+		return
+	}
+	p.connsMu.Lock()
+	if p.closed {
+		p.connsMu.Unlock()
+		client.Close()
+		upstream.Close()
+		return
+	}
+	p.conns[upstream] = struct{}{}
+	p.connsMu.Unlock()
+	defer func() {
+		p.connsMu.Lock()
+		delete(p.conns, upstream)
+		p.connsMu.Unlock()
+	}()
+	done := make(chan struct{}, 2)
+	go func() {
+		// Bytes the client sent after the CONNECT line that the server already buffered.
+		n, _ := io.Copy(upstream, io.MultiReader(io.LimitReader(buf, int64(buf.Reader.Buffered())), client))
+		p.up.Add(n)
+		if tc, ok := upstream.(*net.TCPConn); ok {
+			tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	go func() {
+		n, _ := io.Copy(client, upstream)
+		p.down.Add(n)
+		if tc, ok := client.(*net.TCPConn); ok {
+			tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	<-done
+	<-done
+	client.Close()
+	upstream.Close()
+}
+
+// refuse answers 403 with the reason, and logs, counts and reports the refusal.
+func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, d urlguard.Decision) {
+	p.denied.Add(1)
+	p.byMu.Lock()
+	p.deniedBy[d.Reason]++
+	p.byMu.Unlock()
+	host, port := d.Target.Host, d.Target.Port
+	if host == "" {
+		h := r.Host
+		if r.Method != http.MethodConnect && r.URL.Host != "" {
+			h = r.URL.Host
+		}
+		host, port = splitHostPortDefault(h, 80)
+	}
+	call := p.callOf(r)
+	p.log.Info("request refused", "method", r.Method, "host", host, "port", port, "reason", string(d.Reason), "call_id", call)
+	if p.onDenied != nil {
+		p.onDenied(Denial{CallID: call, SessionID: p.session, Host: host, Port: port, Reason: d.Reason, Detail: d.Detail, Method: r.Method})
+	}
+	w.Header().Set("X-Airlock-Reason", string(d.Reason))
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusForbidden)
+	fmt.Fprintf(w, "airlock egress proxy: %s:%d refused: %s (%s)\n", host, port, d.Reason, d.Reason.Describe())
+}
+
+func splitHostPortDefault(hostport string, def int) (string, int) {
+	host, portStr, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return strings.Trim(hostport, "[]"), def
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return host, 0
+	}
+	return host, port
+}
+
+type countingReader struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(b []byte) (int, error) {
+	n, err := c.ReadCloser.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c countingWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
