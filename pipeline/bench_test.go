@@ -56,12 +56,12 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 		}
 	}
 	b.Run("no_ledger", func(b *testing.B) {
-		run(b, pipeline.Options{Registry: reg, Env: env}, noop)
+		run(b, pipeline.Options{Registry: reg, Env: env, Policy: allowAll{}, Approval: allowAll{}}, noop)
 	})
 	b.Run("ledger", func(b *testing.B) {
-		run(b, pipeline.Options{Registry: reg, Env: env, Ledger: ledger}, noop)
+		run(b, pipeline.Options{Registry: reg, Env: env, Policy: allowAll{}, Approval: allowAll{}, Ledger: ledger}, noop)
 	})
 	b.Run("terminal_true", func(b *testing.B) {
-		run(b, pipeline.Options{Registry: reg, Env: env}, pipeline.Call{ID: "t", Name: "terminal", Arguments: json.RawMessage(`{"command":"true"}`)})
+		run(b, pipeline.Options{Registry: reg, Env: env, Policy: allowAll{}, Approval: allowAll{}}, pipeline.Call{ID: "t", Name: "terminal", Arguments: json.RawMessage(`{"command":"true"}`)})
 	})
 }

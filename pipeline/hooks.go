@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
-	"path"
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/tool"
@@ -86,28 +85,4 @@ type Block struct {
 type PostHook interface {
 	Name() string
 	After(ctx context.Context, req *Request, res Result)
-}
-
-// AllowAll is the policy and approval that allow everything: the seam's default until a
-// real one is configured. As a policy it resolves nothing: paths are only joined with the
-// workspace and cleaned, so it is no boundary — the path policy is.
-type AllowAll struct{}
-
-// Check allows, with every path joined lexically with the workspace.
-func (AllowAll) Check(_ context.Context, req *Request) (Verdict, error) {
-	ws := req.Env.Describe().Workspace
-	paths := make([]tool.ResolvedPath, len(req.PathRefs))
-	for i, r := range req.PathRefs {
-		p := r.Path
-		if !path.IsAbs(p) {
-			p = path.Join(ws, p)
-		}
-		paths[i] = tool.ResolvedPath{Arg: r.Arg, Raw: r.Path, Resolved: path.Clean(p), Access: r.Access}
-	}
-	return Verdict{Decision: Allow, Code: "allowed", DecidedBy: "policy:default", Paths: paths}, nil
-}
-
-// Approve allows.
-func (AllowAll) Approve(context.Context, *Request) (Verdict, error) {
-	return Verdict{Decision: Allow, Code: "auto_approved", DecidedBy: "approval:default"}, nil
 }

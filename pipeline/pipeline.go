@@ -26,7 +26,7 @@ type Ledger interface {
 	Append(event string, r *receipt.Receipt) error
 }
 
-// Options configure a Pipeline. Registry and Env are required.
+// Options configure a Pipeline. Registry, Env, Policy and Approval are required.
 type Options struct {
 	Registry *tool.Registry
 	Env      backend.Environment
@@ -76,11 +76,12 @@ func New(opts Options) (*Pipeline, error) {
 	if opts.Env == nil {
 		return nil, errors.New("pipeline: environment is required")
 	}
+	// Fail closed by construction: nothing is built with an allow-all default.
 	if opts.Policy == nil {
-		opts.Policy = AllowAll{}
+		return nil, errors.New("pipeline: a path policy is required")
 	}
 	if opts.Approval == nil {
-		opts.Approval = AllowAll{}
+		return nil, errors.New("pipeline: an approval step is required")
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()

@@ -62,7 +62,7 @@ func newFixture(t *testing.T) *fixture {
 		Name: "panics", Risk: tool.RiskRead, InputSchema: json.RawMessage(`{"type":"object"}`),
 		Handler: func(context.Context, *tool.Invocation) (*tool.Output, error) { panic("boom") },
 	}))
-	f.options = pipeline.Options{Registry: reg, Env: env, Ledger: l}
+	f.options = pipeline.Options{Registry: reg, Env: env, Ledger: l, Policy: allowAll{}, Approval: allowAll{}}
 	return f
 }
 
@@ -439,7 +439,7 @@ func TestCancelWhileDecidingIsNoDenial(t *testing.T) {
 		if err := ctx.Err(); err != nil {
 			return pipeline.Verdict{}, err
 		}
-		return pipeline.AllowAll{}.Check(ctx, r)
+		return allowAll{}.Check(ctx, r)
 	})
 	p, err := pipeline.New(o)
 	must(t, err)
@@ -451,5 +451,26 @@ func TestCancelWhileDecidingIsNoDenial(t *testing.T) {
 	}
 	if sess.Denials() != 0 || f.calls.Load() != 0 {
 		t.Errorf("denials %d, handler calls %d", sess.Denials(), f.calls.Load())
+	}
+}
+
+func TestNewFailsClosed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, tc := range []struct {
+		name string
+		edit func(*pipeline.Options)
+		want string
+	}{
+		{"no policy", func(o *pipeline.Options) { o.Policy = nil }, "path policy is required"},
+		{"no approval", func(o *pipeline.Options) { o.Approval = nil }, "approval step is required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := f.options
+			tc.edit(&o)
+			if p, err := pipeline.New(o); err == nil || p != nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New: %v, %v; want an error saying %q", p, err, tc.want)
+			}
+		})
 	}
 }

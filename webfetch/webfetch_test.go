@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/approval"
 	"github.com/airlock-dev/airlock/backend/local"
+	"github.com/airlock-dev/airlock/pathpolicy"
 	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/receipt"
 	"github.com/airlock-dev/airlock/tool"
@@ -286,7 +288,18 @@ func TestThroughPipeline(t *testing.T) {
 	if err := reg.Register(def); err != nil {
 		t.Fatal(err)
 	}
-	p, err := pipeline.New(pipeline.Options{Registry: reg, Env: env, Ledger: l, PreHooks: []pipeline.PreHook{&Hook{Guard: g}}})
+	pol, err := pathpolicy.New(pathpolicy.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acfg := approval.DefaultConfig()
+	acfg.Mode = approval.ModeAuto
+	gate, err := approval.NewGate(acfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipeline.New(pipeline.Options{Registry: reg, Env: env, Ledger: l, Policy: pol, Approval: &approval.Step{Gate: gate},
+		PreHooks: []pipeline.PreHook{&Hook{Guard: g}}})
 	if err != nil {
 		t.Fatal(err)
 	}
