@@ -25,6 +25,11 @@ const (
 	// EventNetworkDenied records a connection the URL guard or the egress proxy refused,
 	// under the call that tried it; Receipt.Network says where and why.
 	EventNetworkDenied = "network_denied"
+	// EventJobStarted and EventJobEnded record a background job, under the call that
+	// started it: the call's own receipt says it was decided and dispatched, these say when
+	// the job began and how it ended.
+	EventJobStarted = "job_started"
+	EventJobEnded   = "job_ended"
 )
 
 // genesis is the "previous hash" of the first line.

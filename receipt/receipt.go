@@ -25,6 +25,8 @@ type Receipt struct {
 	CallID    string `json:"call_id"`
 	ToolName  string `json:"tool_name"`
 	SessionID string `json:"session_id,omitempty"`
+	// JobID names the background job a job_started or job_ended event is about.
+	JobID string `json:"job_id,omitempty"`
 	// ArgumentsSHA256 is the hash of the canonical JSON of the arguments; the arguments
 	// themselves are kept only when the config says so.
 	ArgumentsSHA256 string          `json:"arguments_sha256"`

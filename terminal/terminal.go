@@ -9,11 +9,16 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/jobs"
+	"github.com/airlock-dev/airlock/receipt"
 	"github.com/airlock-dev/airlock/tool"
 )
 
 // Name is the tool's name, part of the contract with models.
 const Name = "terminal"
+
+// Toolset is the toolset the tool belongs to.
+const Toolset = "terminal"
 
 // Options configure the tool.
 type Options struct {
@@ -21,6 +26,12 @@ type Options struct {
 	MaxTimeout time.Duration
 	// MaxOutputChars is what the model reads of one call; zero means the pipeline default.
 	MaxOutputChars int
+	// Jobs, when set, lets a call pass background: true to start a job and return at once.
+	Jobs *jobs.Manager
+	// PromoteAfter, when set with Jobs, turns a foreground command still running after it
+	// into a background job: the call returns with the output so far and the job's ID
+	// instead of running into the client's own tool timeout.
+	PromoteAfter time.Duration
 }
 
 const inputSchema = `{
@@ -33,22 +44,40 @@ const inputSchema = `{
     "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 86400,
       "description": "Seconds before the command and everything it started are killed. Defaults to the environment's timeout."},
     "workdir": {"type": "string", "minLength": 1,
-      "description": "Directory to run in, relative to the workspace (or absolute inside it)."}
+      "description": "Directory to run in, relative to the workspace (or absolute inside it)."},
+    "background": {"type": "boolean",
+      "description": "Start the command as a background job and return at once with its job_id; read its output with job_output, wait with job_wait, stop it with job_kill."}
   }
 }`
 
 const outputSchema = `{
-  "type": "object",
-  "additionalProperties": false,
-  "required": ["exit_code", "timed_out", "truncated", "stdout_bytes", "stderr_bytes", "duration_ms"],
-  "properties": {
-    "exit_code": {"type": "integer"},
-    "timed_out": {"type": "boolean"},
-    "truncated": {"type": "boolean"},
-    "stdout_bytes": {"type": "integer", "minimum": 0},
-    "stderr_bytes": {"type": "integer", "minimum": 0},
-    "duration_ms": {"type": "integer", "minimum": 0}
-  }
+  "oneOf": [
+    {
+      "type": "object",
+      "additionalProperties": false,
+      "required": ["exit_code", "timed_out", "truncated", "stdout_bytes", "stderr_bytes", "duration_ms"],
+      "properties": {
+        "exit_code": {"type": "integer"},
+        "timed_out": {"type": "boolean"},
+        "truncated": {"type": "boolean"},
+        "stdout_bytes": {"type": "integer", "minimum": 0},
+        "stderr_bytes": {"type": "integer", "minimum": 0},
+        "duration_ms": {"type": "integer", "minimum": 0}
+      }
+    },
+    {
+      "type": "object",
+      "additionalProperties": false,
+      "required": ["background", "job_id", "state"],
+      "properties": {
+        "background": {"const": true},
+        "job_id": {"type": "string"},
+        "state": {"type": "string"},
+        "promoted_after_ms": {"type": "integer", "minimum": 0},
+        "exit_code": {"type": "integer"}
+      }
+    }
+  ]
 }`
 
 // Args are the tool's arguments.
@@ -56,6 +85,8 @@ type Args struct {
 	Command string   `json:"command"`
 	Timeout *float64 `json:"timeout,omitempty"`
 	Workdir string   `json:"workdir,omitempty"`
+	// Background starts a job instead of waiting for the command.
+	Background bool `json:"background,omitempty"`
 }
 
 // Definition returns the tool's definition.
@@ -75,6 +106,8 @@ func Definition(opts Options) tool.Definition {
 		Output:       tool.OutputPolicy{MaxChars: opts.MaxOutputChars, Mode: tool.HeadTail},
 		Paths:        paths,
 		Handler:      func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) { return run(ctx, inv, opts) },
+		Toolset:      Toolset,
+		Needs:        []tool.Need{{Programs: []string{"sh"}, Why: "commands run with sh -c"}},
 	}
 }
 
@@ -111,10 +144,28 @@ func run(ctx context.Context, inv *tool.Invocation, opts Options) (*tool.Output,
 	if rp, ok := inv.Paths["workdir"]; ok {
 		req.Dir = rp.Resolved
 	}
+	if a.Background || (opts.Jobs != nil && opts.PromoteAfter > 0) {
+		if opts.Jobs == nil {
+			return &tool.Output{Status: tool.StatusFailed, ErrorCode: "jobs_disabled",
+				ErrorMessage: "background jobs are not enabled here (toolset \"jobs\"); run the command in the foreground"}, nil
+		}
+		if a.Timeout == nil {
+			req.Timeout = 0 // a job's own default, not a foreground call's
+		}
+		if a.Background {
+			return startJob(inv, opts.Jobs, req)
+		}
+		return promoting(ctx, inv, opts, req, timeout)
+	}
 	if s := tool.StreamFrom(ctx); s != nil {
 		req.Stdout, req.Stderr = s.Stdout, s.Stderr
 	}
 	res, err := inv.Env.Exec(ctx, req)
+	return answer(inv, req, res, err, timeout)
+}
+
+// answer turns what the environment said into the tool's output.
+func answer(inv *tool.Invocation, req backend.Request, res backend.Result, err error, timeout time.Duration) (*tool.Output, error) {
 	if err == nil && !res.Streamed {
 		showKept(req, res)
 	}
@@ -185,4 +236,72 @@ func render(res backend.Result, timeout time.Duration) string {
 		fmt.Fprintf(&b, "[exit code %d]\n", res.ExitCode)
 	}
 	return b.String()
+}
+
+// startJob starts a background job and answers with its ID.
+func startJob(inv *tool.Invocation, m *jobs.Manager, req backend.Request) (*tool.Output, error) {
+	j, err := m.Start(jobs.Spec{SessionID: inv.SessionID, CallID: inv.CallID,
+		ArgumentsSHA256: receipt.HashArguments(inv.Args), Env: inv.Env, Request: req})
+	if err != nil {
+		return jobError(err), nil
+	}
+	return &tool.Output{
+		Content: fmt.Sprintf("started background job %s\nread its output with job_output, wait with job_wait, stop it with job_kill\n", j.ID()),
+		Data:    map[string]any{"background": true, "job_id": j.ID(), "state": string(jobs.Running)},
+	}, nil
+}
+
+func jobError(err error) *tool.Output {
+	code := "job_error"
+	switch {
+	case errors.Is(err, jobs.ErrTooMany):
+		code = "too_many_jobs"
+	case errors.Is(err, backend.ErrInvalidRequest):
+		code = "invalid_request"
+	}
+	return &tool.Output{Status: tool.StatusFailed, ErrorCode: code, Retryable: code == "too_many_jobs", ErrorMessage: err.Error()}
+}
+
+// promoting runs a foreground command as a job it may give up waiting for: if the command
+// ends within opts.PromoteAfter (and within its own timeout) the call is answered as any
+// foreground command; if it is still running, the call returns the output so far and the
+// job's ID, and the command goes on as a background job. A cancelled call kills it.
+func promoting(ctx context.Context, inv *tool.Invocation, opts Options, req backend.Request, timeout time.Duration) (*tool.Output, error) {
+	req.Timeout = timeout
+	spec := jobs.Spec{SessionID: inv.SessionID, CallID: inv.CallID, Deferred: true,
+		ArgumentsSHA256: receipt.HashArguments(inv.Args), Env: inv.Env, Request: req}
+	if s := tool.StreamFrom(ctx); s != nil && s.Stdout != nil {
+		spec.Watch = s.Stdout
+	}
+	j, err := opts.Jobs.Start(spec)
+	if err != nil {
+		return jobError(err), nil
+	}
+	defer j.Unwatch()
+	timer := time.NewTimer(opts.PromoteAfter)
+	defer timer.Stop()
+	select {
+	case <-j.Done():
+		res, err := j.Result()
+		opts.Jobs.Forget(inv.SessionID, j.ID())
+		return answer(inv, req, res, err, timeout)
+	case <-ctx.Done():
+		in := opts.Jobs.Stop(context.WithoutCancel(ctx), j, "cancelled")
+		res, err := j.Result()
+		opts.Jobs.Forget(inv.SessionID, j.ID())
+		if err == nil && in.State != jobs.Running {
+			res.Cancelled = true
+		}
+		return answer(inv, req, res, err, timeout)
+	case <-timer.C:
+	}
+	j.Unwatch()
+	opts.Jobs.Promote(j)
+	text, in := j.Read(0)
+	return &tool.Output{
+		Content: text + fmt.Sprintf("\n[still running after %s: moved to background job %s; read more with job_output, wait with job_wait, stop it with job_kill]\n",
+			opts.PromoteAfter, j.ID()),
+		Data: map[string]any{"background": true, "job_id": j.ID(), "state": string(in.State),
+			"promoted_after_ms": opts.PromoteAfter.Milliseconds()},
+	}, nil
 }

@@ -94,6 +94,22 @@ type Definition struct {
 	// name no paths.
 	Paths   func(args json.RawMessage) ([]PathRef, error)
 	Handler Handler
+	// Toolset is the group the tool is enabled with ([tools] enabled): "files", "terminal",
+	// "jobs", "web". Empty means the tool is always listed.
+	Toolset string
+	// Needs are what the tool requires of an environment to be offered at all; a front end
+	// does not list a tool whose needs are unmet, and says why (airlock mcp --check).
+	Needs []Need
+}
+
+// Need is one requirement a tool has of its environment.
+type Need struct {
+	// Programs: at least one of them must be on the environment's PATH.
+	Programs []string
+	// Capability names a backend capability the tool cannot work without ("streaming").
+	Capability string
+	// Why is said when the need is unmet.
+	Why string
 }
 
 // Handler does a tool's work.

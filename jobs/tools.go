@@ -1,0 +1,201 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/tool"
+)
+
+// Tool names, part of the contract with models.
+const (
+	OutputTool = "job_output"
+	WaitTool   = "job_wait"
+	ListTool   = "job_list"
+	KillTool   = "job_kill"
+)
+
+// Toolset is the toolset the job tools belong to.
+const Toolset = "jobs"
+
+// ToolOptions bound the job tools.
+type ToolOptions struct {
+	// MaxReadBytes caps one read of a job's output; zero means 64 KiB.
+	MaxReadBytes int
+	// MaxWait bounds job_wait, so that a wait ends before the client's own tool timeout
+	// (about 60 s in Claude Code and Codex); zero means 45 s.
+	MaxWait time.Duration
+}
+
+const infoSchema = `{
+  "type": "object",
+  "required": ["job_id", "command", "state", "started_at", "total_bytes", "read_bytes", "dropped_bytes", "unread_bytes", "streaming"],
+  "properties": {
+    "job_id": {"type": "string"}, "command": {"type": "string"}, "workdir": {"type": "string"},
+    "state": {"enum": ["running", "exited", "timed_out", "killed", "failed"]},
+    "started_at": {"type": "string"}, "ended_at": {"type": "string"},
+    "exit_code": {"type": "integer"}, "reason": {"type": "string"},
+    "total_bytes": {"type": "integer", "minimum": 0}, "read_bytes": {"type": "integer", "minimum": 0},
+    "dropped_bytes": {"type": "integer", "minimum": 0}, "unread_bytes": {"type": "integer", "minimum": 0},
+    "streaming": {"type": "boolean"}
+  }
+}`
+
+const idArg = `"job_id": {"type": "string", "minLength": 1, "maxLength": 64, "description": "The job_id terminal returned."}`
+
+// Tools returns the job tools' definitions over m.
+func Tools(m *Manager, opts ToolOptions) []tool.Definition {
+	if opts.MaxReadBytes <= 0 {
+		opts.MaxReadBytes = 64 << 10
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = 45 * time.Second
+	}
+	maxWait := int(opts.MaxWait / time.Second)
+	readArg := fmt.Sprintf(`"max_bytes": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Most bytes of output to return (default and maximum %d)."}`, opts.MaxReadBytes, opts.MaxReadBytes)
+	return []tool.Definition{
+		{
+			Name: OutputTool,
+			Description: "Read a background job's output written since the last read (never repeated, never skipped), " +
+				"with its state and byte totals.",
+			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["job_id"], "properties": {` + idArg + `, ` + readArg + `}}`),
+			OutputSchema: json.RawMessage(infoSchema),
+			Risk:         tool.RiskRead, ParallelSafe: true, Toolset: Toolset, Output: tool.OutputPolicy{Mode: tool.Full},
+			Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
+				var a struct {
+					JobID    string `json:"job_id"`
+					MaxBytes int    `json:"max_bytes"`
+				}
+				if err := json.Unmarshal(inv.Args, &a); err != nil {
+					return nil, fmt.Errorf("job_output: arguments: %w", err)
+				}
+				j, err := m.Get(inv.SessionID, a.JobID)
+				if err != nil {
+					return notFound(err), nil
+				}
+				return readOutput(j, a.MaxBytes, opts.MaxReadBytes), nil
+			},
+		},
+		{
+			Name: WaitTool,
+			Description: fmt.Sprintf("Wait up to timeout seconds (at most %d) for a background job to end, then return "+
+				"its state and the output written since the last read. A job still running is no error: call again.", maxWait),
+			InputSchema: json.RawMessage(fmt.Sprintf(`{"type": "object", "additionalProperties": false, "required": ["job_id"], "properties": {`+
+				idArg+`, "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": %d, "description": "Seconds to wait (default and maximum %d)."}, `+readArg+`}}`, maxWait, maxWait)),
+			OutputSchema: json.RawMessage(infoSchema),
+			Risk:         tool.RiskRead, ParallelSafe: true, Toolset: Toolset, Output: tool.OutputPolicy{Mode: tool.Full},
+			Timeout: opts.MaxWait + 5*time.Second,
+			Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
+				var a struct {
+					JobID    string   `json:"job_id"`
+					Timeout  *float64 `json:"timeout"`
+					MaxBytes int      `json:"max_bytes"`
+				}
+				if err := json.Unmarshal(inv.Args, &a); err != nil {
+					return nil, fmt.Errorf("job_wait: arguments: %w", err)
+				}
+				j, err := m.Get(inv.SessionID, a.JobID)
+				if err != nil {
+					return notFound(err), nil
+				}
+				wait := opts.MaxWait
+				if a.Timeout != nil {
+					wait = min(wait, time.Duration(*a.Timeout*float64(time.Second)))
+				}
+				wctx, cancel := context.WithTimeout(ctx, wait)
+				defer cancel()
+				_ = j.Wait(wctx)
+				if ctx.Err() != nil {
+					return &tool.Output{Status: tool.StatusInterrupted, ErrorCode: "interrupted",
+						ErrorMessage: "the wait was cancelled; the job goes on"}, nil
+				}
+				return readOutput(j, a.MaxBytes, opts.MaxReadBytes), nil
+			},
+		},
+		{
+			Name:         ListTool,
+			Description:  "List this session's background jobs with their state, exit code and unread output.",
+			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {}}`),
+			OutputSchema: json.RawMessage(`{"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": ` + infoSchema + `}}}`),
+			Risk:         tool.RiskRead, ParallelSafe: true, Toolset: Toolset,
+			Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
+				list := m.List(inv.SessionID)
+				var b strings.Builder
+				if len(list) == 0 {
+					b.WriteString("no background jobs in this session\n")
+				}
+				for _, in := range list {
+					fmt.Fprintf(&b, "%s  %s  %s%s  unread %d bytes\n", in.ID, in.State, in.Command, exitText(in), in.UnreadBytes)
+				}
+				return &tool.Output{Content: b.String(), Data: map[string]any{"jobs": list}}, nil
+			},
+		},
+		{
+			Name:         KillTool,
+			Description:  "Kill a background job and everything it started; its unread output stays readable.",
+			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["job_id"], "properties": {` + idArg + `}}`),
+			OutputSchema: json.RawMessage(infoSchema),
+			Risk:         tool.RiskWrite, ParallelSafe: true, Toolset: Toolset,
+			Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
+				var a struct {
+					JobID string `json:"job_id"`
+				}
+				if err := json.Unmarshal(inv.Args, &a); err != nil {
+					return nil, fmt.Errorf("job_kill: arguments: %w", err)
+				}
+				in, err := m.Kill(ctx, inv.SessionID, a.JobID)
+				if err != nil {
+					return notFound(err), nil
+				}
+				return &tool.Output{Content: fmt.Sprintf("job %s: %s%s\n", in.ID, in.State, exitText(in)), Data: in, ExitCode: in.ExitCode}, nil
+			},
+		},
+	}
+}
+
+func notFound(err error) *tool.Output {
+	if errors.Is(err, ErrNotFound) {
+		return &tool.Output{Status: tool.StatusFailed, ErrorCode: "job_not_found", Retryable: true,
+			ErrorMessage: err.Error() + " in this session; job_list shows the session's jobs"}
+	}
+	return &tool.Output{Status: tool.StatusFailed, ErrorCode: "job_error", ErrorMessage: err.Error()}
+}
+
+func readOutput(j *Job, asked, limit int) *tool.Output {
+	n := limit
+	if asked > 0 && asked < n {
+		n = asked
+	}
+	text, in := j.Read(n)
+	var b strings.Builder
+	b.WriteString(text)
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "[job %s %s%s; %d bytes read of %d written", in.ID, in.State, exitText(in), in.ReadBytes, in.TotalBytes)
+	if in.UnreadBytes > 0 {
+		fmt.Fprintf(&b, ", %d more unread: read again", in.UnreadBytes)
+	}
+	if in.DroppedBytes > 0 {
+		fmt.Fprintf(&b, ", %d dropped unread because the buffer was full", in.DroppedBytes)
+	}
+	if !in.Streaming && in.State == Running {
+		b.WriteString(", this backend delivers output when the job ends")
+	}
+	b.WriteString("]\n")
+	return &tool.Output{Content: b.String(), Data: in, ExitCode: in.ExitCode}
+}
+
+func exitText(in Info) string {
+	switch {
+	case in.ExitCode != nil && in.State == Exited:
+		return fmt.Sprintf(" (exit code %d)", *in.ExitCode)
+	case in.Reason != "":
+		return " (" + in.Reason + ")"
+	}
+	return ""
+}
