@@ -51,7 +51,29 @@ const (
 type Answer struct {
 	Choice Choice `json:"choice"`
 	By     string `json:"by"`
+	// Message is what a person said with a denial; it goes back to the model.
+	Message string `json:"message,omitempty"`
 }
+
+// PendingError is returned by an [Approver] that asked a person who has not answered yet:
+// the call is refused for now with code approval_pending, and the question stays open
+// under ID for a later answer (airlock approvals, or the client's elicitation).
+type PendingError struct {
+	ID string
+	// Next says what the agent or person can do next.
+	Next string
+}
+
+func (e *PendingError) Error() string {
+	msg := "waiting for a person to approve (approval " + e.ID + ")"
+	if e.Next != "" {
+		msg += "; " + e.Next
+	}
+	return msg
+}
+
+// ErrExpired is returned by an [Approver] whose question expired unanswered: a denial.
+var ErrExpired = errors.New("approval expired unanswered")
 
 // TTYApprover asks on a terminal. Without a terminal it answers [ErrNoApprover], so that a
 // run with its input piped from a file never blocks on, or is approved by, that input. A

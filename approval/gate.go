@@ -26,7 +26,12 @@ const (
 	CodeHardDeny         = "hard_deny"
 	CodeApprovalRequired = "approval_required"
 	CodeDeniedByPerson   = "denied_by_person"
-	CodeGuardDenied      = "guard_denied"
+	// CodeApprovalPending: a person was asked and has not answered yet; the call did not
+	// run and can be answered later (see [PendingError]).
+	CodeApprovalPending = "approval_pending"
+	// CodeApprovalExpired: nobody answered before the approval expired; a denial.
+	CodeApprovalExpired = "approval_expired"
+	CodeGuardDenied     = "guard_denied"
 )
 
 // maxCachedPerSession bounds the session cache.
@@ -263,7 +268,12 @@ func (g *Gate) askPerson(ctx context.Context, r Request, v shellrisk.Verdict, no
 		r.OnWait()
 	}
 	ans, err := g.approver.Ask(ctx, Prompt{CallID: r.CallID, SessionID: r.SessionID, Command: r.Command, Risk: v.Risk, Reasons: v.Reasons})
+	var pe *PendingError
 	switch {
+	case errors.As(err, &pe):
+		return deny(CodeApprovalPending, by, pe.Error()), nil
+	case errors.Is(err, ErrExpired):
+		return deny(CodeApprovalExpired, "approval:expired", "nobody answered the approval in time; the call did not run"), nil
 	case errors.Is(err, ErrNoApprover):
 		return deny(CodeApprovalRequired, by, "a person must approve this command and none can be asked"), nil
 	case err != nil && ctx.Err() != nil:
@@ -284,7 +294,11 @@ func (g *Gate) askPerson(ctx context.Context, r Request, v shellrisk.Verdict, no
 		g.personApproved(r.SessionID, norm)
 		return allow(CodeApprovedByPerson, who, "approved for this session"), nil
 	default:
-		return deny(CodeDeniedByPerson, who, "denied"), nil
+		msg := "denied"
+		if ans.Message != "" {
+			msg = "denied: " + ans.Message
+		}
+		return deny(CodeDeniedByPerson, who, msg), nil
 	}
 }
 

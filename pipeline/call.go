@@ -42,6 +42,9 @@ const (
 	CodeInvalidPath           = "invalid_path"
 	CodeDenialBudgetExhausted = "denial_budget_exhausted"
 	CodeApprovalRequired      = "approval_required"
+	// CodeApprovalPending: a person was asked and has not answered yet. It is not counted
+	// against the denial budget: nobody refused anything.
+	CodeApprovalPending = "approval_pending"
 )
 
 // Metadata is what the model and the operator learn about a call beyond its content.

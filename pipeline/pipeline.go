@@ -470,7 +470,7 @@ func (p *Pipeline) refuse(f *flight, v Verdict, status Status) {
 	f.rec.DecidedAt = &now
 	switch {
 	case status != StatusDenied:
-	case v.Code == CodeDenialBudgetExhausted, v.Code == CodeUnknownTool, v.Code == CodePolicyError:
+	case v.Code == CodeDenialBudgetExhausted, v.Code == CodeUnknownTool, v.Code == CodePolicyError, v.Code == CodeApprovalPending:
 	default:
 		p.session.AddDenial()
 	}
