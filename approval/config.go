@@ -22,6 +22,10 @@ type Config struct {
 	Mode string `toml:"mode" json:"mode"`
 	// AllowWrite lets write commands run without asking in manual and smart modes.
 	AllowWrite bool `toml:"allow_write" json:"allow_write"`
+	// AllowIrreversible lets commands that lose work nothing brings back (git reset --hard,
+	// git clean -fdx, git push --force) run without asking as well, where AllowWrite does.
+	// Off by default: such a command asks a person even with AllowWrite.
+	AllowIrreversible bool `toml:"allow_irreversible" json:"allow_irreversible"`
 	// Smart configures the guard model used in smart mode.
 	Smart SmartConfig `toml:"smart" json:"smart"`
 	// Rules extends the embedded rules.toml, in the same format.

@@ -18,6 +18,7 @@ const (
 	CodeAutoApproved     = "auto_approved"
 	CodeSafeCommand      = "safe_command"
 	CodeWriteAllowed     = "write_allowed"
+	CodeIrreversibleOK   = "irreversible_allowed"
 	CodeIsolatedBackend  = "isolated_backend"
 	CodeGuardApproved    = "guard_approved"
 	CodeApprovedByPerson = "approved_by_person"
@@ -217,6 +218,8 @@ func (g *Gate) decide(ctx context.Context, r Request, v shellrisk.Verdict, log h
 		return allow(CodeSafeCommand, "risk:safe", "read-only command"), nil
 	case v.Risk == shellrisk.RiskWrite && v.Parsed && g.cfg.AllowWrite:
 		return allow(CodeWriteAllowed, "allow_write", "writes in the workspace are allowed"), nil
+	case v.Risk == shellrisk.RiskIrreversible && v.OnlyWrites() && g.cfg.AllowWrite && g.cfg.AllowIrreversible:
+		return allow(CodeIrreversibleOK, "allow_irreversible", "writes that lose work are allowed"), nil
 	}
 	norm := shellrisk.Normalise(r.Command)
 	if g.cfg.SessionCache && g.cached(r.SessionID, norm) {

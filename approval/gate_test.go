@@ -430,3 +430,44 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestGateIrreversible checks that a command that loses work asks a person even where
+// writes run unasked, and runs unasked only with allow_irreversible — and then only when
+// nothing else in it talks to the network or runs code.
+func TestGateIrreversible(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name         string
+		irreversible bool
+		command      string
+		allow        bool
+		code         string
+	}{
+		{"asks by default", false, "git reset --hard", false, CodeApprovalRequired},
+		{"asks for clean", false, "git clean -fdx", false, CodeApprovalRequired},
+		{"write still runs", false, "git add -A", true, CodeWriteAllowed},
+		{"allowed by the switch", true, "git reset --hard && git clean -fdx", true, CodeIrreversibleOK},
+		{"switch does not cover a push", true, "git push --force", false, CodeApprovalRequired},
+		{"switch does not cover code", true, "git reset --hard && make", false, CodeApprovalRequired},
+		{"hard deny stays", true, "git reset --hard; rm -rf /", false, CodeHardDeny},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := DefaultConfig()
+			cfg.AllowWrite = true
+			cfg.AllowIrreversible = tc.irreversible
+			g, err := NewGate(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := g.Decide(context.Background(), Request{CallID: "c", SessionID: "s", Command: tc.command})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allow != tc.allow || d.Code != tc.code {
+				t.Fatalf("%q: allow %v code %s (%s), want allow %v code %s", tc.command, d.Allow, d.Code, d.Verdict.Risk, tc.allow, tc.code)
+			}
+		})
+	}
+}

@@ -180,6 +180,30 @@ func (w *walker) program(p *program, args []arg, in stdin, seg string) {
 	if len(args) == 1 && w.rules.infoFlags[args[0].text] {
 		return
 	}
+	if len(p.workdirFlags) > 0 {
+		// git -C DIR, make -C DIR: the call works in DIR, as after cd DIR.
+		var dirs []arg
+		for _, v := range w.scan(p, args, true).values {
+			if p.workdirFlags[v.flag] {
+				dirs = append(dirs, v.val)
+			}
+		}
+		if len(dirs) > 0 {
+			w.isolated(func() {
+				for _, d := range dirs {
+					w.changeDir([]arg{d})
+				}
+				w.programHere(p, args, in, seg, true)
+			})
+			return
+		}
+	}
+	w.programHere(p, args, in, seg, false)
+}
+
+// programHere judges a known program in the directory the shell is in. moved is true when
+// a workdir flag moved it there.
+func (w *walker) programHere(p *program, args []arg, in stdin, seg string, moved bool) {
 	p, args, reason := w.descend(p, args, seg)
 	if len(args) == 1 && w.rules.infoFlags[args[0].text] {
 		return
@@ -190,6 +214,7 @@ func (w *walker) program(p *program, args []arg, in stdin, seg string) {
 		return
 	}
 	w.add(reason, seg)
+	w.workdirEffect(reason, moved, seg)
 	w.flagReasons(p, s.flags, seg)
 	w.valueReasons(p, s, seg)
 	w.operandReasons(p, args, s, seg)
@@ -214,6 +239,36 @@ func (w *walker) program(p *program, args []arg, in stdin, seg string) {
 	}
 	if p.signals != "" {
 		w.signalTargets(p, args, seg)
+	}
+}
+
+// workdirEffect judges the directory a program that writes or runs code works in, when
+// that is not the workspace: `cd ~/other && git reset --hard`, `git -C /srv/app clean -fdx`
+// and `make -C ..` act outside it although they name no path. A directory only known at
+// run time is judged so only when a flag named it: after `cd "$dir"` the classifier
+// cannot tell and says nothing more than the program's own reason.
+func (w *walker) workdirEffect(reason string, moved bool, seg string) {
+	switch w.rules.reasons[reason].risk {
+	case RiskWrite, RiskExec, RiskIrreversible:
+	default:
+		return
+	}
+	if !moved && len(w.st.cwds) == 1 && w.st.cwds[0] == "." && !w.st.cwdDynamic {
+		return
+	}
+	info := w.classifyPath(arg{text: "."})
+	switch info.class {
+	case pathWorkspace, pathWorkspaceRoot, pathScratch, pathHarmless:
+	case pathDynamic:
+		if moved {
+			w.add(codeDynamicPath, seg)
+		}
+	case pathOutside:
+		if !matchAny(info.clean, w.rules.paths.Scratch) {
+			w.add(codeWriteOutside, seg)
+		}
+	default:
+		w.add(codeSystemFileWrite, seg)
 	}
 }
 

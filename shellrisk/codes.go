@@ -9,7 +9,7 @@ var codesUsedByGo = []string{
 	codeDeviceWrite, codeCredentialAccess, codeMetadataAccess, codeForkBomb, codeRedirectWrite,
 	codeEnvHijack, codeTooComplex, codeExfiltration, codeHostMount, codeInteractive,
 	codeRecursiveModifySystem, codeRawSocket, codeSymlinkOutside, codeAirlockState, codeVCSConfigWrite,
-	codeWritesFiles, codeInternalError, codeSignalsOther, codeDeletesFiles,
+	codeWritesFiles, codeInternalError, codeSignalsOther, codeDeletesFiles, codeIrreversibleLoss,
 }
 
 const (
@@ -45,4 +45,5 @@ const (
 	codeInternalError            = "internal_error"
 	codeSignalsOther             = "signals_other_process"
 	codeDeletesFiles             = "deletes_files"
+	codeIrreversibleLoss         = "irreversible_loss"
 )

@@ -1,6 +1,7 @@
 package shellrisk
 
 import (
+	"path"
 	"strings"
 )
 
@@ -45,7 +46,7 @@ func (w *walker) operandPaths(p *program, s scanned, ops []arg, seg string) {
 		case pathsDest, pathsDestDelete, pathsLink:
 			for _, a := range ops[:len(ops)-1] {
 				if mode == pathsLink {
-					w.linkTarget(a, seg)
+					w.linkTarget(a, linkDir(last, len(ops) > 2), seg)
 				} else {
 					w.pathEffect(a, pathsRead, false, seg)
 				}
@@ -129,17 +130,36 @@ func (w *walker) filtered(p *program, s scanned) bool {
 	return false
 }
 
-// linkTarget judges the target of a symbolic link: a link to /, the home directory, a
-// system path or a secret lets a later workspace write or delete reach it.
-func (w *walker) linkTarget(a arg, seg string) {
+// linkTarget judges the target of a symbolic link: a link that leads outside the
+// workspace — to /, the home directory, a system path, a secret, or up with .. — lets a
+// later workspace write or delete reach what it leads to. A relative target is resolved
+// from the directory the link is made in, as the kernel resolves it: ln -s ../../x sub/l
+// leads to ../x.
+func (w *walker) linkTarget(a arg, dir string, seg string) {
+	if !a.dynamic && !strings.HasPrefix(a.text, "/") && !(a.tilde && strings.HasPrefix(a.text, "~")) && dir != "." {
+		a.text = dir + "/" + a.text
+	}
 	info := w.classifyPath(a)
 	switch {
 	case info.secret, info.class == pathRoot, info.class == pathSystemDir,
-		info.class == pathSystem, info.class == pathDevice:
+		info.class == pathSystem, info.class == pathDevice, info.class == pathOutside:
 		w.add(codeSymlinkOutside, seg)
 	case info.class == pathDynamic:
 		w.add(codeDynamicPath, seg)
 	}
+}
+
+// linkDir returns the directory a link is made in, from ln's last operand: the operand
+// itself when it is a directory (several targets, or a trailing /), else its parent.
+func linkDir(last arg, many bool) string {
+	t := last.text
+	if last.dynamic {
+		return "."
+	}
+	if many || strings.HasSuffix(t, "/") {
+		return strings.TrimSuffix(t, "/")
+	}
+	return path.Dir(t)
 }
 
 // airlockScan flags a command that names Airlock's own state: its ledger, sessions or

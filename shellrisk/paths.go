@@ -482,6 +482,10 @@ func (w *walker) deleteEffect(info pathInfo, recursive bool, seg string) {
 	if info.vcsConfig {
 		w.add(codeVCSConfigWrite, seg)
 	}
+	if isRepository(info.clean) {
+		// rm -rf .git takes every commit, branch and stash with it.
+		w.add(codeIrreversibleLoss, seg)
+	}
 	switch info.class {
 	case pathDynamic:
 		w.add(codeDynamicPath, seg)
@@ -511,6 +515,12 @@ func (w *walker) deleteEffect(info pathInfo, recursive bool, seg string) {
 	if info.secret && info.class != pathDynamic {
 		w.add(codeDeleteOutside, seg)
 	}
+}
+
+// isRepository reports whether a cleaned path is a git repository's own directory or
+// inside it (.git, sub/.git, .git/objects).
+func isRepository(c string) bool {
+	return c == ".git" || strings.HasPrefix(c, ".git/") || strings.HasSuffix(c, "/.git") || strings.Contains(c, "/.git/")
 }
 
 // procCwd splits /proc/PID/cwd/REST before .. in REST is cleaned away.

@@ -83,6 +83,7 @@ type ProgramRule struct {
 	WholeFlags   bool                   `toml:"whole_flags" json:"whole_flags,omitempty"`
 	WLongOptions bool                   `toml:"w_long_options" json:"w_long_options,omitempty"`
 	Signals      string                 `toml:"signals" json:"signals,omitempty"`
+	WorkdirFlags []string               `toml:"workdir_flags" json:"workdir_flags,omitempty"`
 }
 
 // PathRules lists sensitive paths. Entries may start with ~ (the home directory) and may be
@@ -291,6 +292,8 @@ type program struct {
 	wLongOptions bool
 	// signals is how the program picks the processes it signals: "pids" or "names".
 	signals string
+	// workdirFlags name the directory the program works in (git -C, make -C).
+	workdirFlags map[string]bool
 }
 
 // ruleSet is the compiled form of a [RulesConfig].
@@ -346,6 +349,10 @@ func compile(rc RulesConfig) (*ruleSet, error) {
 		risk, err := ParseRisk(r.Risk)
 		if err != nil {
 			return nil, fmt.Errorf("rules: reasons.%s.risk: %w", code, err)
+		}
+		if r.HardDeny {
+			// Refused in every mode is the most a reason can say.
+			risk = RiskDangerous
 		}
 		rs.reasons[code] = reasonInfo{risk: risk, hardDeny: r.HardDeny}
 		for _, p := range r.Programs {
@@ -449,6 +456,7 @@ func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error
 		wholeFlags:   pr.WholeFlags,
 		wLongOptions: pr.WLongOptions,
 		signals:      pr.Signals,
+		workdirFlags: set(pr.WorkdirFlags),
 	}
 	if pr.Signals != "" && pr.Signals != signalsPids && pr.Signals != signalsNames {
 		return nil, fmt.Errorf("rules: %s.signals: unknown kind %q", field, pr.Signals)

@@ -12,14 +12,30 @@ type Risk int
 // The risks, in order. The zero value is RiskSafe so that an empty verdict is only safe when
 // it was built on purpose by Classify.
 const (
-	RiskSafe      Risk = iota // reads only, with known programs and flags
-	RiskWrite                 // changes files in the workspace
-	RiskNetwork               // talks to the network
-	RiskExec                  // runs code whose effect cannot be known
-	RiskDangerous             // destructive or irreversible beyond the workspace
+	RiskSafe    Risk = iota // reads only, with known programs and flags
+	RiskWrite               // changes files in the workspace
+	RiskNetwork             // talks to the network
+	RiskExec                // runs code whose effect cannot be known
+	// RiskIrreversible loses work that nothing brings back: uncommitted changes, stashes,
+	// unmerged branches, a remote's history (git reset --hard, git clean -fdx, git push
+	// --force, rm -rf .git). It asks a person even where writes are allowed.
+	RiskIrreversible
+	RiskDangerous // destructive beyond the workspace, or a way around the classifier
 )
 
-var riskNames = [...]string{"safe", "write", "network", "exec", "dangerous"}
+var riskNames = [...]string{"safe", "write", "network", "exec", "irreversible", "dangerous"}
+
+// OnlyWrites reports whether every reason of the verdict is a write in the workspace or an
+// irreversible loss of work there: nothing that talks to the network or runs unknown code
+// hides behind its risk. allow_irreversible applies only to such verdicts.
+func (v Verdict) OnlyWrites() bool {
+	for _, r := range v.Reasons {
+		if r.Risk != RiskSafe && r.Risk != RiskWrite && r.Risk != RiskIrreversible {
+			return false
+		}
+	}
+	return v.Parsed
+}
 
 // String returns the risk's lower-case name, as it appears in rules, JSON and receipts.
 func (r Risk) String() string {
