@@ -9,7 +9,8 @@ import (
 	"github.com/airlock-dev/airlock/backend/ssh/sshtest"
 )
 
-func sshSetup(t *testing.T) string {
+// sshSetup writes a config for a fresh sshd and returns its directory and the remote user.
+func sshSetup(t *testing.T) (string, string) {
 	t.Helper()
 	srv := sshtest.Start(t)
 	c := srv.Config
@@ -28,14 +29,14 @@ agent_binary = %q
 [approvals]
 mode = "auto"
 `, c.Host, c.Port, c.User, c.KeyPath, c.KnownHosts, c.Workdir, airlockBin))
-	return dir
+	return dir, c.User
 }
 
 func TestSSHCallAndBench(t *testing.T) {
 	t.Parallel()
-	dir := sshSetup(t)
+	dir, user := sshSetup(t)
 	out, errOut, code := run(t, dir, "", []string{"MY_API_TOKEN=tok-secret-x", "AWS_SECRET_ACCESS_KEY=aws-secret-y"}, "exec", "--", "env; whoami")
-	if code != 0 || strings.Contains(out, "secret-") || !strings.Contains(out, sshtest.User) {
+	if code != 0 || strings.Contains(out, "secret-") || !strings.Contains(out, user) {
 		t.Errorf("exec over ssh: exit %d\n%s\n%s", code, out, errOut)
 	}
 	rs := call(t, dir, `[{"name":"terminal","arguments":{"command":"echo one"}},{"name":"terminal","arguments":{"command":"exit 4"}}]`)

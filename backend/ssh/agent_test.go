@@ -6,9 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,7 +29,7 @@ func TestHelperCacheChecks(t *testing.T) {
 	cfg := srv.Config
 	cfg.Mode = ssh.ModeAuto
 	cfg.AgentBinary = bin
-	uid, gid := testUser(t)
+	uid, gid := srv.UID, srv.GID
 	dotCache := filepath.Join(srv.Home, ".cache")
 	cache := filepath.Join(dotCache, "airlock")
 	helper := filepath.Join(cache, "agent-"+sha256File(t, bin))
@@ -176,17 +174,6 @@ func TestHelperCacheChecks(t *testing.T) {
 			}
 		})
 	}
-}
-
-func testUser(t *testing.T) (uid, gid int) {
-	t.Helper()
-	u, err := user.Lookup(sshtest.User)
-	must(t, err)
-	uid, err = strconv.Atoi(u.Uid)
-	must(t, err)
-	gid, err = strconv.Atoi(u.Gid)
-	must(t, err)
-	return uid, gid
 }
 
 func sha256File(t *testing.T, file string) string {

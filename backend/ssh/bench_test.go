@@ -45,7 +45,7 @@ func BenchmarkExec(b *testing.B) {
 		args := []string{"-S", ctl, "-o", "ControlMaster=auto", "-o", "ControlPersist=60",
 			"-o", "UserKnownHostsFile=" + srv.Config.KnownHosts, "-o", "StrictHostKeyChecking=yes",
 			"-o", "BatchMode=yes", "-i", srv.Config.KeyPath, "-p", strconv.Itoa(srv.Port),
-			sshtest.User + "@" + srv.Host}
+			srv.User + "@" + srv.Host}
 		if out, err := exec.Command("ssh", append(args, "true")...).CombinedOutput(); err != nil {
 			b.Fatalf("ssh: %v: %s", err, out)
 		}

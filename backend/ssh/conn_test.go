@@ -138,7 +138,7 @@ func TestJumpHost(t *testing.T) {
 	// One known_hosts and one key for both hosts, as with ProxyJump.
 	cfg.KnownHosts = combineKnownHosts(t, target, jump)
 	authorize(t, jump, cfg.KeyPath)
-	cfg.JumpHost = sshtest.User + "@" + jump.Addr()
+	cfg.JumpHost = jump.User + "@" + jump.Addr()
 	env := newEnv(t, cfg)
 	if out := mustExec(t, env, backend.Request{Command: `echo "$HOME"; hostname -I 2>/dev/null || ip -4 -o addr 2>/dev/null`}).Stdout; !strings.Contains(string(out), ns.PeerIP) {
 		t.Logf("addresses seen remotely: %q", out)

@@ -1,6 +1,9 @@
 // Package sshtest starts real OpenSSH servers for tests of the ssh backend: each [Server] is
-// an sshd of its own (own config, host key, port and authorized key) that logs in a dedicated
-// unprivileged user, airlock-test, whose home has an empty profile. A server can live in a
+// an sshd of its own (own config, host key, port and authorized key) that logs in an
+// unprivileged machine account of its own, created for it and removed when its test ends,
+// whose home has an empty profile. Test packages run concurrently (`go test ./...`), and the
+// backend keeps state in the remote home (~/.cache/airlock): one account per server means
+// no two servers, in one process or in two, ever share a home. A server can live in a
 // network namespace the test creates ([NewNetns]), so that the backend is exercised across
 // a real network stack and the link can be cut.
 //
@@ -14,12 +17,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,9 +35,6 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	sshbackend "github.com/airlock-dev/airlock/backend/ssh"
 )
-
-// User is the unprivileged account test servers log in.
-const User = "airlock-test"
 
 // sshdPath is where Debian's openssh-server puts sshd; sshd must be started by absolute path.
 const sshdPath = "/usr/sbin/sshd"
@@ -73,7 +71,10 @@ type Server struct {
 	Config sshbackend.Config
 	// HostKey is the server's public host key.
 	HostKey gossh.PublicKey
-	// Home is the test user's home directory.
+	// User is the server's own machine account; UID and GID are its ids.
+	User     string
+	UID, GID int
+	// Home is the account's home directory.
 	Home string
 	// Dir holds the server's files (config, keys, log).
 	Dir string
@@ -121,7 +122,8 @@ func Start(t testing.TB, opts ...Option) *Server {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	home := ensureUser(t)
+	acct := newAccount(t)
+	home := acct.home
 
 	dir := t.TempDir()
 	// sshd reads authorized_keys as the user, so the directory must be traversable.
@@ -135,6 +137,9 @@ func Start(t testing.TB, opts ...Option) *Server {
 	s := &Server{
 		Host:    "127.0.0.1",
 		HostKey: hostSigner.PublicKey(),
+		User:    acct.name,
+		UID:     acct.uid,
+		GID:     acct.gid,
 		Home:    home,
 		Dir:     dir,
 		logPath: filepath.Join(dir, "sshd.log"),
@@ -145,8 +150,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 
 	ws := filepath.Join(home, "ws-"+randHex(6))
 	must(t, os.MkdirAll(ws, 0o755))
-	chownToUser(t, ws)
-	t.Cleanup(func() { _ = os.RemoveAll(ws) })
+	must(t, os.Chown(ws, acct.uid, acct.gid))
 
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
@@ -168,7 +172,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	s.Config = sshbackend.Config{
 		Host:              s.Host,
 		Port:              s.Port,
-		User:              User,
+		User:              acct.name,
 		KeyPath:           clientKey,
 		KnownHosts:        knownHosts,
 		ConnectTimeout:    backend.Duration(5 * time.Second),
@@ -194,7 +198,7 @@ func (s *Server) sshdConfig(extra []string) string {
 		"KbdInteractiveAuthentication no",
 		"PermitRootLogin no",
 		"StrictModes no",
-		"AllowUsers " + User,
+		"AllowUsers " + s.User,
 		"AllowTcpForwarding yes",
 		"LogLevel VERBOSE",
 		"PrintMotd no",
@@ -340,54 +344,6 @@ func descendants(pid int) []int {
 		}
 	}
 	return out
-}
-
-var userOnce sync.Mutex
-
-// ensureUser creates the test account if it is missing: no password (but not locked, which
-// sshd would refuse without PAM), bash as its shell, a home with an empty profile.
-func ensureUser(t testing.TB) string {
-	t.Helper()
-	userOnce.Lock()
-	defer userOnce.Unlock()
-	home := "/home/" + User
-	if _, err := user.Lookup(User); err != nil {
-		out, err := exec.Command("useradd", "-M", "-d", home, "-s", "/bin/bash", "-p", "*", User).CombinedOutput()
-		if err != nil {
-			// Another test process may have created it meanwhile.
-			if _, lerr := user.Lookup(User); lerr != nil {
-				t.Fatalf("sshtest: useradd %s: %v: %s", User, err, out)
-			}
-		}
-	}
-	u, err := user.Lookup(User)
-	if err != nil {
-		t.Fatalf("sshtest: %v", err)
-	}
-	home = u.HomeDir
-	must(t, os.MkdirAll(home, 0o755))
-	if _, err := os.Stat(filepath.Join(home, ".profile")); errors.Is(err, os.ErrNotExist) {
-		must(t, os.WriteFile(filepath.Join(home, ".profile"), nil, 0o644))
-	}
-	// bash reads .bashrc for every command sshd hands it. It prints only for servers started
-	// WithNoisyDotfiles, as many real ones do.
-	rc := filepath.Join(home, ".bashrc")
-	if b, _ := os.ReadFile(rc); string(b) != noisyBashrc {
-		must(t, os.WriteFile(rc, []byte(noisyBashrc), 0o644))
-	}
-	chownToUser(t, home)
-	return home
-}
-
-func chownToUser(t testing.TB, p string) {
-	t.Helper()
-	u, err := user.Lookup(User)
-	if err != nil {
-		t.Fatalf("sshtest: %v", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	must(t, os.Chown(p, uid, gid))
 }
 
 // writeKey generates an ed25519 key, writes it in OpenSSH format (0600) and returns its
