@@ -341,29 +341,15 @@ func strictlyWithin(dir, p string) bool {
 	return dir != "" && p != "" && filepath.Clean(dir) != filepath.Clean(p) && backend.Within(dir, p)
 }
 
-// forbidden is a host path that must not be mounted, nor any directory that contains it.
-// With subtree, everything below it is refused too; with a glob base, every entry of dir
-// whose name matches is.
-type forbidden struct {
-	dir, base string
-	subtree   bool
-	why       string
-}
-
-var forbiddenPaths = []forbidden{
-	{"/", "etc", true, "is a system directory"},
-	{"/", "proc", true, "is a kernel filesystem"},
-	{"/", "sys", true, "is a kernel filesystem"},
-	{"/", "dev", true, "is the host's devices"},
-	{"/", "boot", true, "is a system directory"},
-	{"/", "root", false, "is a home directory's root"},
-	{"/home", "*", false, "is a home directory's root"},
-	{"/run", "docker*", true, "is the Docker daemon's runtime directory"},
-	{"/var/run", "docker*", true, "is the Docker daemon's runtime directory"},
-	{"/run", "containerd", true, "is containerd's runtime directory"},
-	{"/var/run", "containerd", true, "is containerd's runtime directory"},
-	{"/var/lib", "docker", true, "is the Docker daemon's state"},
-	{"/var/lib", "containerd", true, "is containerd's state"},
+// runtimePaths are what the Docker backend refuses to mount beyond [backend.SystemDirs]: the
+// state and runtime directories of container runtimes.
+var runtimePaths = backend.PathRules{
+	{Dir: "/run", Base: "docker*", Subtree: true, Why: "is the Docker daemon's runtime directory"},
+	{Dir: "/var/run", Base: "docker*", Subtree: true, Why: "is the Docker daemon's runtime directory"},
+	{Dir: "/run", Base: "containerd", Subtree: true, Why: "is containerd's runtime directory"},
+	{Dir: "/var/run", Base: "containerd", Subtree: true, Why: "is containerd's runtime directory"},
+	{Dir: "/var/lib", Base: "docker", Subtree: true, Why: "is the Docker daemon's state"},
+	{Dir: "/var/lib", Base: "containerd", Subtree: true, Why: "is containerd's state"},
 }
 
 var socketNames = []string{"docker.sock", "containerd.sock", "dockershim.sock", "podman.sock", "crio.sock"}
@@ -421,22 +407,11 @@ func refusal(p string, sockets []string) string {
 	if p == "/" {
 		return "is the host's root"
 	}
-	for _, f := range forbiddenPaths {
-		if backend.Within(p, f.dir) {
-			// p is f.dir or one of its ancestors: mounting it exposes what f protects.
-			return "contains " + path.Join(f.dir, f.base) + ", which " + f.why
-		}
-		if !backend.Within(f.dir, p) {
-			continue
-		}
-		rest := strings.TrimPrefix(strings.TrimPrefix(p, f.dir), "/")
-		first, _, deeper := strings.Cut(rest, "/")
-		if ok, _ := path.Match(f.base, first); ok && (!deeper || f.subtree) {
-			return f.why
-		}
+	if why := runtimePaths.Refusal(p); why != "" {
+		return why
 	}
-	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) && home != "/" && backend.Within(p, filepath.Clean(home)) {
-		return "is or contains the home directory " + home
+	if why := backend.SystemDir(p); why != "" {
+		return why
 	}
 	base := path.Base(p)
 	for _, s := range socketNames {

@@ -135,6 +135,15 @@ func New(cfg Config, opts ...Option) (*Env, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("local: workspace: %s is not a directory", real)
 	}
+	// As Docker refuses to mount them: commands and file tools would work on the host's own
+	// files (`--config /dev/null` puts the workspace in /dev).
+	if why := backend.SystemDir(real); why != "" {
+		shown := real
+		if real != filepath.Clean(abs) {
+			shown = fmt.Sprintf("%s (resolved from %s)", real, abs)
+		}
+		return nil, fmt.Errorf("local: workspace: refused: %s %s; use a project directory (environment.workspace, relative to the config file's directory)", shown, why)
+	}
 	return &Env{
 		cfg:       cfg,
 		workspace: real,

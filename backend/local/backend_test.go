@@ -2,6 +2,9 @@ package local_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/airlock-dev/airlock/backend"
@@ -21,4 +24,38 @@ func newEnv(t *testing.T) backend.Environment {
 
 func TestConformance(t *testing.T) {
 	backendtest.Run(t, newEnv)
+}
+
+// TestRefusesSystemWorkspace: a system directory, a home root or the host's root is no
+// workspace — `--config /dev/null` once made /dev one. A symlink to one is refused as what it
+// leads to; a project directory below a home is fine.
+func TestRefusesSystemWorkspace(t *testing.T) {
+	t.Setenv("HOME", "/nonexistent/home/ann")
+	link := filepath.Join(t.TempDir(), "etc-link")
+	if err := os.Symlink("/etc", link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ ws, want string }{
+		{"/", "/ is the host's root"},
+		{"/dev", "/dev is the host's devices"},
+		{"/etc", "/etc is a system directory"},
+		{"/usr", "/usr is a system directory"},
+		{"/proc/self", "is a kernel filesystem"},
+		{"/home", "contains /home/*"},
+		{link, "/etc (resolved from " + link + ") is a system directory"},
+	} {
+		t.Run(tc.ws, func(t *testing.T) {
+			env, err := local.New(local.Config{Workspace: tc.ws})
+			if err == nil {
+				_ = env.Close(context.Background())
+				t.Fatalf("workspace %s accepted", tc.ws)
+			}
+			if !strings.Contains(err.Error(), "refused: ") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("workspace %s: %v, want %q", tc.ws, err, tc.want)
+			}
+		})
+	}
+	if _, err := local.New(local.Config{Workspace: t.TempDir()}); err != nil {
+		t.Errorf("a project directory was refused: %v", err)
+	}
 }
