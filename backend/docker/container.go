@@ -19,11 +19,12 @@ import (
 	"github.com/docker/docker/client"
 )
 
-// Labels on every container this package creates. gc finds containers by labelOwner and
-// decides with the others.
+// Labels on every container this package creates. gc finds containers by labelOwner, keeps
+// to those of the user who runs it (labelUID and labelHostname) and decides with the others.
 const (
 	labelOwner       = "dev.airlock.owner"
 	ownerValue       = "airlock"
+	labelUID         = "dev.airlock.uid"
 	labelSession     = "dev.airlock.session"
 	labelFingerprint = "dev.airlock.fingerprint"
 	labelCreatedAt   = "dev.airlock.created-at"
@@ -80,6 +81,7 @@ func (e *Env) labels() map[string]string {
 		labelPID:         strconv.Itoa(os.Getpid()),
 		labelPIDStart:    processStart(os.Getpid()),
 		labelHostname:    host,
+		labelUID:         strconv.Itoa(os.Getuid()),
 		labelReuse:       strconv.FormatBool(e.cfg.ReuseContainer),
 	}
 	if !e.cfg.ReadOnlyRootfs {
@@ -258,6 +260,9 @@ type GCOptions struct {
 	Now time.Time
 	// NamePrefix, when set, limits gc to containers whose name starts with it.
 	NamePrefix string
+	// AllOwners looks at every user's containers. Without it gc keeps to those created by
+	// this uid on this host: on a shared daemon, other people's sessions are not ours to end.
+	AllOwners bool
 }
 
 // GCItem is one container gc looked at and removed (or would remove).
@@ -267,9 +272,13 @@ type GCItem struct {
 	Reason  string
 	Removed bool
 	Err     error
+	// OtherOwner is set, with Reason empty, for a container gc left alone because another
+	// user (or another host) created it; see [GCOptions.AllOwners].
+	OtherOwner string
 }
 
-// GC removes airlock containers that nobody will use again:
+// GC removes airlock containers that nobody will use again, among those of the calling user
+// on this host unless [GCOptions.AllOwners]:
 //
 //   - not running (Created, Exited, Dead) and older than MinAge: a failed start, a killed
 //     container, a daemon restart;
@@ -301,10 +310,15 @@ func GC(ctx context.Context, opts GCOptions) ([]GCItem, error) {
 		return nil, fmt.Errorf("docker: list containers: %w", err)
 	}
 	hostname, _ := os.Hostname()
+	me := ownerOf(map[string]string{labelUID: strconv.Itoa(os.Getuid()), labelHostname: hostname})
 	var items []GCItem
 	for _, c := range list {
 		name := strings.TrimPrefix(firstOr(c.Names, c.ID), "/")
 		if !strings.HasPrefix(name, opts.NamePrefix) {
+			continue
+		}
+		if owner := ownerOf(c.Labels); !opts.AllOwners && owner != me {
+			items = append(items, GCItem{ID: c.ID, Name: name, State: c.State, OtherOwner: owner})
 			continue
 		}
 		reason := gcReason(ctx, cli, c, opts, hostname)
@@ -319,6 +333,16 @@ func GC(ctx context.Context, opts GCOptions) ([]GCItem, error) {
 		items = append(items, it)
 	}
 	return items, nil
+}
+
+// ownerOf names who created a container: "uid UID on HOST", or "unknown" for one made
+// before containers carried the uid.
+func ownerOf(l map[string]string) string {
+	uid := l[labelUID]
+	if uid == "" {
+		return "unknown (no " + labelUID + " label)"
+	}
+	return "uid " + uid + " on " + l[labelHostname]
 }
 
 func firstOr(s []string, def string) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,12 +62,25 @@ func TestGCRemovesOrphans(t *testing.T) {
 	// A container stuck in Created, as a start that failed half-way leaves one.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	stuck, err := cli.ContainerCreate(ctx, &container.Config{Image: dockertest.ImageName, Cmd: []string{"true"},
-		Labels: map[string]string{"dev.airlock.owner": "airlock", "dev.airlock.reuse": "true", "dev.airlock.idle-ttl": "30m"}},
-		nil, nil, nil, gcPrefix+"stuck")
-	if err != nil {
-		t.Fatal(err)
+	hostname, _ := os.Hostname()
+	stuckOf := func(name, uid string) string {
+		t.Helper()
+		labels := map[string]string{"dev.airlock.owner": "airlock", "dev.airlock.reuse": "true", "dev.airlock.idle-ttl": "30m",
+			"dev.airlock.hostname": hostname}
+		if uid != "" {
+			labels["dev.airlock.uid"] = uid
+		}
+		c, err := cli.ContainerCreate(ctx, &container.Config{Image: dockertest.ImageName, Cmd: []string{"true"}, Labels: labels},
+			nil, nil, nil, gcPrefix+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true}) })
+		return c.ID
 	}
+	stuck := stuckOf("stuck", strconv.Itoa(os.Getuid()))
+	// Another user's, and one from before containers carried a uid: not ours to remove.
+	others := []string{stuckOf("stuck-other", strconv.Itoa(os.Getuid()+4242)), stuckOf("stuck-unlabelled", "")}
 	// A live session of this process must survive.
 	cfg := testConfig(t, dockertest.Workspace(t), docker.ModeExec)
 	cfg.ContainerNamePrefix = gcPrefix
@@ -78,14 +92,23 @@ func TestGCRemovesOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := map[string]string{}
+	found, other := map[string]string{}, map[string]string{}
 	for _, it := range items {
 		if it.Removed {
 			t.Errorf("dry run removed %s", it.Name)
 		}
+		if it.OtherOwner != "" {
+			other[it.ID] = it.OtherOwner
+			continue
+		}
 		found[it.ID] = it.Reason
 	}
-	if !strings.Contains(found[orphan], "session ended") || !strings.Contains(found[stuck.ID], "not running") {
+	for _, id := range others {
+		if other[id] == "" {
+			t.Errorf("container %s of another owner not reported as such: %q %q", id[:12], found, other)
+		}
+	}
+	if !strings.Contains(found[orphan], "session ended") || !strings.Contains(found[stuck], "not running") {
 		t.Errorf("gc candidates: %q", found)
 	}
 	if _, ok := found[live.ContainerID()]; ok {
@@ -95,9 +118,23 @@ func TestGCRemovesOrphans(t *testing.T) {
 	if _, err := docker.GC(ctx, opts); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{orphan, stuck.ID} {
+	for _, id := range []string{orphan, stuck} {
 		if _, err := cli.ContainerInspect(ctx, id); err == nil {
 			t.Errorf("container %s survived gc", id[:12])
+		}
+	}
+	for _, id := range others {
+		if _, err := cli.ContainerInspect(ctx, id); err != nil {
+			t.Errorf("gc removed %s of another owner: %v", id[:12], err)
+		}
+	}
+	opts.AllOwners = true
+	if _, err := docker.GC(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range others {
+		if _, err := cli.ContainerInspect(ctx, id); err == nil {
+			t.Errorf("gc with AllOwners left %s", id[:12])
 		}
 	}
 	sh(t, live, "true")

@@ -16,8 +16,9 @@ func init() {
 }
 
 func runGC(args []string, s stdio) int {
-	fs := newFlagSet("gc", "gc [--all] [--dry-run] [--config FILE]", s)
+	fs := newFlagSet("gc", "gc [--all] [--all-owners] [--dry-run] [--min-age D] [--config FILE]", s)
 	all := fs.Bool("all", false, "remove every Airlock container, in use or not")
+	allOwners := fs.Bool("all-owners", false, "look at every user's containers, not only those this user created on this host")
 	dryRun := fs.Bool("dry-run", false, "list what would be removed, remove nothing")
 	configFile := fs.String("config", "", "config file naming the daemon (environment.docker.host; default: DOCKER_HOST)")
 	minAge := fs.Duration("min-age", time.Minute, "spare stopped containers younger than this (one may be starting)")
@@ -31,13 +32,18 @@ func runGC(args []string, s stdio) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	items, err := docker.GC(ctx, docker.GCOptions{
-		Host: cfg.Environment.Docker.Host, All: *all, DryRun: *dryRun, MinAge: *minAge,
+		Host: cfg.Environment.Docker.Host, All: *all, DryRun: *dryRun, MinAge: *minAge, AllOwners: *allOwners,
 	})
 	if err != nil {
 		return fail(s, err)
 	}
-	failed := false
+	failed, acted, others := false, 0, 0
 	for _, it := range items {
+		if it.OtherOwner != "" {
+			others++
+			continue
+		}
+		acted++
 		switch {
 		case *dryRun:
 			fmt.Fprintf(s.out, "would remove %s %s: %s\n", shortContainerID(it.ID), it.Name, it.Reason)
@@ -47,6 +53,12 @@ func runGC(args []string, s stdio) int {
 		default:
 			fmt.Fprintf(s.out, "removed %s %s: %s\n", shortContainerID(it.ID), it.Name, it.Reason)
 		}
+	}
+	if acted == 0 {
+		fmt.Fprintln(s.out, "nothing to remove")
+	}
+	if others > 0 {
+		fmt.Fprintf(s.out, "left alone %d container(s) of other users or hosts (--all-owners to include them)\n", others)
 	}
 	if failed {
 		return 1
