@@ -17,6 +17,7 @@ import (
 const (
 	CodeAutoApproved     = "auto_approved"
 	CodeSafeCommand      = "safe_command"
+	CodeReadOnlyTool     = "read_only_tool"
 	CodeWriteAllowed     = "write_allowed"
 	CodeIrreversibleOK   = "irreversible_allowed"
 	CodeIsolatedBackend  = "isolated_backend"
@@ -43,6 +44,9 @@ type Request struct {
 	CallID    string
 	SessionID string
 	Command   string
+	// Tool names the tool when the call is not a shell command (read_file, write_file, …);
+	// Command then only describes it.
+	Tool string
 	// Kind names the backend (local, docker, ssh).
 	Kind string
 	// Isolated is true when the backend is a container with no writable host mount and no
@@ -214,6 +218,8 @@ func (g *Gate) decide(ctx context.Context, r Request, v shellrisk.Verdict, log h
 		return allow(CodeIsolatedBackend, "isolation", fmt.Sprintf("the %s backend is isolated", r.Kind)), nil
 	}
 	switch {
+	case v.Risk == shellrisk.RiskSafe && v.Parsed && r.Tool != "":
+		return allow(CodeReadOnlyTool, "risk:safe", r.Tool+" only reads"), nil
 	case v.Risk == shellrisk.RiskSafe && v.Parsed:
 		return allow(CodeSafeCommand, "risk:safe", "read-only command"), nil
 	case v.Risk == shellrisk.RiskWrite && v.Parsed && g.cfg.AllowWrite:

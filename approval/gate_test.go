@@ -471,3 +471,27 @@ func TestGateIrreversible(t *testing.T) {
 		})
 	}
 }
+
+// TestGateFileToolCodes: a file tool judged safe is allowed as a read-only tool, not as a
+// "safe_command" it never was; a write is allowed as a write.
+func TestGateFileToolCodes(t *testing.T) {
+	t.Parallel()
+	writeOK := manual()
+	writeOK.AllowWrite = true
+	g := newGate(t, writeOK)
+	for _, tc := range []struct {
+		tool string
+		risk shellrisk.Risk
+		code string
+	}{
+		{"read_file", shellrisk.RiskSafe, CodeReadOnlyTool},
+		{"search_files", shellrisk.RiskSafe, CodeReadOnlyTool},
+		{"write_file", shellrisk.RiskWrite, CodeWriteAllowed},
+	} {
+		req := Request{Tool: tc.tool, Command: tc.tool + " notes.md"}
+		d, err := g.DecideVerdict(context.Background(), req, shellrisk.Verdict{Command: req.Command, Risk: tc.risk, Parsed: true})
+		if err != nil || !d.Allow || d.Code != tc.code {
+			t.Errorf("%s: %+v %v, want allowed with %s", tc.tool, d, err, tc.code)
+		}
+	}
+}

@@ -48,7 +48,7 @@ func (s *Step) Approve(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 		r.Command = terminal.Command(req.Args)
 		dec, err = s.Gate.Decide(ctx, r)
 	} else {
-		r.Command = describeCall(req)
+		r.Command, r.Tool = describeCall(req), req.Tool.Name
 		dec, err = s.Gate.DecideVerdict(ctx, r, shellrisk.Verdict{
 			Command: r.Command, Risk: riskOfTool(req.Tool.Risk), Parsed: true, Reasons: []shellrisk.Reason{},
 		})
