@@ -45,6 +45,12 @@ const (
 	// CodeApprovalPending: a person was asked and has not answered yet. It is not counted
 	// against the denial budget: nobody refused anything.
 	CodeApprovalPending = "approval_pending"
+	// CodeInvalidCallID: a call id holding control characters or invalid UTF-8. Ids are
+	// echoed in results, logs and `airlock receipts show`, where such characters could
+	// forge or hide rows.
+	CodeInvalidCallID = "invalid_call_id"
+	// CodeMissingToolName: a call without a name.
+	CodeMissingToolName = "missing_tool_name"
 )
 
 // Metadata is what the model and the operator learn about a call beyond its content.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
@@ -185,6 +186,10 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 		p.cancel(f)
 		return f
 	}
+	if v, bad := checkEnvelope(c); bad {
+		p.deny(f, v, StatusFailed)
+		return f
+	}
 	if p.opts.DenialBudget > 0 && p.session.Denials() >= p.opts.DenialBudget {
 		p.deny(f, Verdict{Code: CodeDenialBudgetExhausted, DecidedBy: "session:denial_budget",
 			Message: fmt.Sprintf("this session reached its limit of %d denied calls; no further calls are accepted", p.opts.DenialBudget)},
@@ -267,6 +272,36 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 	f.rec.Decision, f.rec.ReasonCode, f.rec.DecidedBy, f.rec.DecidedAt = string(Allow), a.Code, strings.Join(decidedBy, ", "), &now
 	f.rec.Risk, f.req.Risk = a.Risk, a.Risk
 	return f
+}
+
+// checkEnvelope refuses a call whose id or name cannot be carried safely: an id with control
+// characters or invalid UTF-8, or no tool name at all. The refusal is the model's to fix.
+func checkEnvelope(c Call) (Verdict, bool) {
+	if i := badRune(c.ID); i >= 0 {
+		return Verdict{Code: CodeInvalidCallID, DecidedBy: "pipeline:call", Retryable: true,
+			Message: fmt.Sprintf("call_id: %q holds a control character or invalid UTF-8 at byte %d; use printable characters only", c.ID, i)}, true
+	}
+	if strings.TrimSpace(c.Name) == "" {
+		return Verdict{Code: CodeMissingToolName, DecidedBy: "pipeline:call", Retryable: true,
+			Message: "name: missing; every call names the tool to run (\"name\": \"terminal\", …)"}, true
+	}
+	return Verdict{}, false
+}
+
+// badRune returns the byte offset of the first control character, Unicode format character
+// (bidi overrides among them) or invalid UTF-8 byte in s, or -1.
+func badRune(s string) int {
+	for i, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return i
+		}
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // preHooks runs the pre-hooks just before the handler, inside the call's scheduler slot, so

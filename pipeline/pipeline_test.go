@@ -161,6 +161,15 @@ func TestStatuses(t *testing.T) {
 	}{
 		{"allowed", nil, touch("ok"), pipeline.StatusOK, "", receipt.Executed, true},
 		{"unknown tool", nil, pipeline.Call{ID: "u", Name: "rm_everything"}, pipeline.StatusDenied, "unknown_tool", receipt.NotExecuted, false},
+		{"no tool name", nil, pipeline.Call{ID: "n", Arguments: json.RawMessage(`{"name":"x"}`)}, pipeline.StatusFailed, "missing_tool_name", receipt.NotExecuted, false},
+		{"call id with a newline and an escape", nil, pipeline.Call{ID: "c-forged\n7\x1b[2K", Name: "touch", Arguments: json.RawMessage(`{"name":"forged"}`)},
+			pipeline.StatusFailed, "invalid_call_id", receipt.NotExecuted, false},
+		{"call id with a bidi override", nil, pipeline.Call{ID: "c-\u202egnp.exe", Name: "touch", Arguments: json.RawMessage(`{"name":"bidi"}`)},
+			pipeline.StatusFailed, "invalid_call_id", receipt.NotExecuted, false},
+		{"call id of invalid UTF-8", nil, pipeline.Call{ID: "c-\xff", Name: "touch", Arguments: json.RawMessage(`{"name":"utf"}`)},
+			pipeline.StatusFailed, "invalid_call_id", receipt.NotExecuted, false},
+		{"call id of any printable text", nil, pipeline.Call{ID: "c-日本語 \uFFFD ok", Name: "touch", Arguments: json.RawMessage(`{"name":"print"}`)},
+			pipeline.StatusOK, "", receipt.Executed, true},
 		{"bad arguments", nil, pipeline.Call{ID: "b", Name: "touch", Arguments: json.RawMessage(`{"nme":"x"}`)},
 			pipeline.StatusFailed, "input_validation_failed", receipt.NotExecuted, false},
 		{"policy denies", func(o *pipeline.Options) { o.Policy = deny }, touch("denied"), pipeline.StatusDenied, "outside_roots", receipt.NotExecuted, false},
@@ -239,7 +248,7 @@ func TestStatuses(t *testing.T) {
 			}
 			lines := ledgerLines(t, f.ledger)
 			last := lines[len(lines)-1]
-			if last.Event != receipt.EventCompleted || last.Receipt.Outcome != tc.outcome || last.Receipt.CallID != tc.call.ID {
+			if last.Event != receipt.EventCompleted || last.Receipt.Outcome != tc.outcome || last.Receipt.CallID != strings.ToValidUTF8(tc.call.ID, "\uFFFD") {
 				t.Errorf("last ledger line = %s %+v", last.Event, last.Receipt)
 			}
 			if !refused && (len(lines) < 2 || lines[len(lines)-2].Event != receipt.EventDispatched) {
