@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os/signal"
 	"sync"
@@ -20,8 +19,7 @@ import (
 // request.
 func init() {
 	register(command{name: "agent", summary: "run the resident command helper (started by backends, speaks on stdin/stdout)", run: func(args []string, s stdio) int {
-		fs := flag.NewFlagSet("agent", flag.ContinueOnError)
-		fs.SetOutput(s.err)
+		fs := newFlagSet("agent", "agent [--shell SH] [--touch FILE]  (started by the docker and ssh backends; speaks the helper protocol on stdin/stdout)", s)
 		touch := fs.String("touch", "", "file whose mtime is set each time a command starts (a last-use mark for gc)")
 		shell := fs.String("shell", "/bin/sh", "shell that runs command strings")
 		if code, done := parseFlags(fs, args); done {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,29 +38,6 @@ func newLogger(level string, w io.Writer) hclog.Logger {
 		Level:  hclog.LevelFromString(level),
 		Output: w,
 	})
-}
-
-// newFlagSet returns a flag set that prints its usage to stderr and does not exit.
-func newFlagSet(name, usage string, s stdio) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(s.err)
-	fs.Usage = func() {
-		fmt.Fprintf(s.err, "Usage: airlock %s\n\nFlags:\n", usage)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseFlags parses args; it returns (exit code, done) when the command should stop now
-// (help asked for, or bad flags).
-func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, true
-		}
-		return 2, true
-	}
-	return 0, false
 }
 
 // openSession builds the runtime from the config the flags name and opens the session they

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -22,8 +21,7 @@ func init() {
 }
 
 func runClassify(args []string, s stdio) int {
-	fs := flag.NewFlagSet("classify", flag.ContinueOnError)
-	fs.SetOutput(s.err)
+	fs := newFlagSet("classify", "", s)
 	asJSON := fs.Bool("json", false, "print the verdict as a JSON object")
 	asJSONL := fs.Bool("jsonl", false, "read one JSON-encoded command string per input line and print one JSON verdict per line")
 	fs.Usage = func() {

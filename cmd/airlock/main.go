@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
 	"syscall"
 )
 
@@ -48,11 +47,12 @@ func main() {
 }
 
 func run(args []string, s stdio) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(s.err)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	if isHelp(args[0]) {
+		usage(s.out)
 		return 0
 	}
 	c, ok := commands[args[0]]
@@ -79,16 +79,13 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun 'airlock COMMAND --help' for a command's flags.")
 }
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
-
 func init() {
-	register(command{name: "version", summary: "print the version", run: func(args []string, s stdio) int {
-		if len(args) > 0 && strings.HasPrefix(args[0], "-") {
-			fmt.Fprintln(s.out, "Usage: airlock version")
-			return 0
+	register(command{name: "version", summary: "print the version, commit and build of this binary", run: func(args []string, s stdio) int {
+		fs := newFlagSet("version", "version", s)
+		if code, done := parseFlags(fs, args); done {
+			return code
 		}
-		fmt.Fprintln(s.out, "airlock", version)
+		fmt.Fprintln(s.out, versionLine(readBuildInfo()))
 		return 0
 	}})
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -34,11 +33,12 @@ the config, then to 22 and ~/.ssh/known_hosts.
 `
 
 func runSSH(args []string, s stdio) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		fmt.Fprint(s.err, sshUsage)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	if isHelp(args[0]) {
+		fmt.Fprint(s.out, sshUsage)
 		return 0
 	}
 	if args[0] != "trust" {
@@ -49,9 +49,8 @@ func runSSH(args []string, s stdio) int {
 }
 
 func runSSHTrust(args []string, s stdio) int {
-	fs := flag.NewFlagSet("ssh trust", flag.ContinueOnError)
-	fs.SetOutput(s.err)
-	fs.Usage = func() { fmt.Fprint(s.err, sshUsage); fs.PrintDefaults() }
+	fs := newFlagSet("ssh trust", "", s)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), sshUsage+"\nFlags:\n"); fs.PrintDefaults() }
 	configFile := fs.String("config", "", "config file whose [environment.ssh] gives the defaults (default: ./airlock.toml if present)")
 	port := fs.Int("port", 0, "sshd port (default: the config's, else 22)")
 	knownHosts := fs.String("known-hosts", "", "known_hosts file to add to (default: the config's, else ~/.ssh/known_hosts)")
@@ -60,11 +59,8 @@ func runSSHTrust(args []string, s stdio) int {
 	// Flags may follow the host, as in `airlock ssh trust HOST --yes`.
 	var rest []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
+		if code, done := parseFlags(fs, args); done {
+			return code
 		}
 		if fs.NArg() == 0 {
 			break

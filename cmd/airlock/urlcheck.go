@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os/signal"
@@ -44,8 +43,7 @@ type urlVerdict struct {
 const invalidInput = "invalid_input"
 
 func runURLCheck(args []string, s stdio) int {
-	fs := flag.NewFlagSet("urlcheck", flag.ContinueOnError)
-	fs.SetOutput(s.err)
+	fs := newFlagSet("urlcheck", "", s)
 	asJSONL := fs.Bool("jsonl", false, "read one JSON-encoded URL string per input line and print one JSON object per line")
 	configFile := fs.String("config", "", "config file whose [network] section applies (default: ./airlock.toml, else defaults)")
 	timeout := fs.Duration("timeout", 5*time.Second, "time allowed to resolve each name")
