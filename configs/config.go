@@ -260,6 +260,7 @@ func (c *Config) Validate() error {
 	if err := c.Network.Validate(); err != nil {
 		vs = append(vs, schema.Violation{Path: "network", Message: err.Error()})
 	}
+	vs = append(vs, c.networkConflicts()...)
 	if len(vs) > 0 {
 		return &Error{File: c.File, Violations: vs}
 	}

@@ -38,3 +38,25 @@ allow_private = true
 		}
 	}
 }
+
+func TestNetworkModeAndDockerNetworkAgree(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		toml string
+		ok   bool
+	}{
+		{"[environment]\ntype = \"docker\"\n[environment.docker]\nnetwork = \"bridge\"\n", false},
+		{"[environment]\ntype = \"docker\"\n[environment.docker]\nnetwork = \"bridge\"\n[network]\nmode = \"open\"\n", true},
+		{"[environment]\ntype = \"docker\"\n[environment.docker]\nnetwork = \"bridge\"\n[network]\nmode = \"allowlist\"\n", false},
+		{"[environment]\ntype = \"docker\"\n[network]\nmode = \"allowlist\"\nallow_domains = [\"example.com\"]\n", true},
+		{"[environment]\ntype = \"docker\"\n[network]\nmode = \"open\"\n", true},
+	} {
+		_, err := Parse([]byte(tc.toml), t.TempDir())
+		if (err == nil) != tc.ok {
+			t.Errorf("Parse(%q) error = %v, want ok=%v", tc.toml, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "environment.docker.network") {
+			t.Errorf("error %v does not name environment.docker.network", err)
+		}
+	}
+}

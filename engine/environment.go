@@ -51,7 +51,11 @@ var backendFactories = map[string]backendFactory{
 		open: func(ctx context.Context, cfg *configs.Config, session string, log hclog.Logger) (backend.Environment, error) {
 			c := dockerConfig(cfg)
 			c.Session = session
-			return docker.New(ctx, c, docker.WithLogger(log))
+			netOpts, err := dockerNetwork(cfg, &c, session, log)
+			if err != nil {
+				return nil, err
+			}
+			return docker.New(ctx, c, append([]docker.Option{docker.WithLogger(log)}, netOpts...)...)
 		},
 		perSession: true,
 		mounts: func(cfg *configs.Config) ([]mount, bool) {

@@ -39,6 +39,7 @@ type Option func(*options) error
 
 type options struct {
 	logger hclog.Logger
+	egress EgressProxy
 }
 
 // WithLogger sets the logger (default: none).
@@ -91,6 +92,12 @@ type Env struct {
 	notes         []string // for Describe
 	pendingNotes  []string // for the next Result
 	agentDisabled string   // why the helper is not used, "" if it is or may be
+
+	// egressNet, egressURL and egressStop are the internal network and the proxy of
+	// allowlist mode (see WithEgressProxy); empty otherwise.
+	egressNet  string
+	egressURL  string
+	egressStop func() error
 }
 
 // New connects to the daemon, finds or creates the container cfg describes and starts the
@@ -134,11 +141,21 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	if cfg.Agent != AgentOff {
 		e.helperBin, e.helper = e.checkHelper()
 	}
+	if o.egress != nil {
+		if cfg, err = e.setupEgress(ctx, cfg, o.egress); err != nil {
+			err = errors.Join(err, e.teardownEgress(context.WithoutCancel(ctx)))
+			e.endLife()
+			_ = cli.Close()
+			return nil, err
+		}
+		e.cfg = cfg
+	}
 	e.spec, err = buildSpec(cfg, img.ID, e.helper)
 	if err != nil {
+		err = errors.Join(fmt.Errorf("docker: %w", err), e.teardownEgress(context.WithoutCancel(ctx)))
 		e.endLife()
 		_ = cli.Close()
-		return nil, fmt.Errorf("docker: %w", err)
+		return nil, err
 	}
 	e.fp = e.spec.fingerprint()
 	e.name = e.containerName()
@@ -263,6 +280,9 @@ func (e *Env) Close(ctx context.Context) error {
 		if err := e.removeOwnByName(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := e.teardownEgress(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	if err := e.cli.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("docker: close client: %w", err))

@@ -332,6 +332,7 @@ func GC(ctx context.Context, opts GCOptions) ([]GCItem, error) {
 		}
 		items = append(items, it)
 	}
+	items = append(items, gcNetworks(ctx, cli, opts, hostname)...)
 	return items, nil
 }
 

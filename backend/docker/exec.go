@@ -253,7 +253,9 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	if disabled != "" {
 		e.notes = append(e.notes, disabled)
 	}
-	if e.cfg.Network != "none" {
+	if e.egressNet != "" {
+		e.notes = append(e.notes, "the container reaches only [network] allow_domains, through Airlock's egress proxy ("+e.egressURL+") on the internal network "+e.cfg.Network)
+	} else if e.cfg.Network != "none" {
 		e.notes = append(e.notes, "the container has network access (environment.docker.network = \""+e.cfg.Network+"\")")
 	}
 	return notes, nil

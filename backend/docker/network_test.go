@@ -1,0 +1,245 @@
+package docker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend/docker/dockertest"
+	"github.com/airlock-dev/airlock/egress"
+	"github.com/airlock-dev/airlock/urlguard"
+)
+
+// Every address these tests touch is loopback or on a Docker network they create.
+
+type fixedNames map[string]string
+
+func (n fixedNames) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	a, ok := n[host]
+	if !ok {
+		return nil, errors.New("no such host")
+	}
+	return []netip.Addr{netip.MustParseAddr(a)}, nil
+}
+
+// hostServer is an HTTP server on the host at addr that answers with its name.
+func hostServer(t *testing.T, addr, name string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, name) })}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+type denialLog struct {
+	mu   sync.Mutex
+	list []egress.Denial
+}
+
+func (d *denialLog) add(x egress.Denial) { d.mu.Lock(); d.list = append(d.list, x); d.mu.Unlock() }
+
+// proxyVia is the shell prelude that splits HTTP_PROXY into $ph and $pp, for nc.
+const proxyVia = `p=${HTTP_PROXY#http://}; ph=${p%:*}; pp=${p##*:}; `
+
+func TestNetworkAllowlistThroughProxy(t *testing.T) {
+	allowed := hostServer(t, "127.0.0.1:0", "allowed-server")
+	other := hostServer(t, "127.0.0.1:0", "other-server")
+	_, allowedPort, _ := net.SplitHostPort(allowed)
+	_, otherPort, _ := net.SplitHostPort(other)
+
+	// Loopback is let through by the test-only allowance so that the proxy can reach the
+	// servers above; the allowlist names allowed.test only.
+	g, err := urlguard.New(urlguard.Config{Mode: urlguard.ModeAllowlist, AllowDomains: []string{"allowed.test"}},
+		urlguard.WithResolver(fixedNames{"allowed.test": "127.0.0.1", "other.test": "127.0.0.1"}), urlguard.AllowLoopbackForTesting())
+	if err != nil {
+		t.Fatal(err)
+	}
+	denials := &denialLog{}
+	var listened netip.Addr
+	start := func(ctx context.Context, ip netip.Addr) (string, func() error, error) {
+		listened = ip
+		p, err := egress.New(g, egress.WithOnDenied(denials.add))
+		if err != nil {
+			return "", nil, err
+		}
+		ln, err := net.Listen("tcp", netip.AddrPortFrom(ip, 0).String())
+		if err != nil {
+			return "", nil, err
+		}
+		go p.Serve(ln)
+		return "http://" + ln.Addr().String(), p.Close, nil
+	}
+	cfg := testConfig(t, t.TempDir(), docker.ModeExec)
+	cfg.ReuseContainer = false
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	env, err := docker.New(ctx, cfg, docker.WithEgressProxy(start))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			env.Close(context.Background())
+		}
+	})
+	if !listened.IsValid() || listened.IsLoopback() {
+		t.Fatalf("proxy listened on %v, want the internal network's gateway", listened)
+	}
+
+	get := func(hostport string) string {
+		return sh(t, env, proxyVia+fmt.Sprintf(`(printf 'GET http://%s/ HTTP/1.0\r\nHost: %s\r\n\r\n'; sleep 2) | nc -w 5 "$ph" "$pp" 2>&1; echo`, hostport, hostport))
+	}
+	if out := get("allowed.test:" + allowedPort); !strings.Contains(out, " 200 ") || !strings.Contains(out, "allowed-server") {
+		t.Fatalf("allowlisted server through the proxy: %q", out)
+	}
+	if out := get("other.test:" + otherPort); !strings.Contains(out, " 403 ") || !strings.Contains(out, "not_allowlisted") || strings.Contains(out, "other-server") {
+		t.Fatalf("server not on the allowlist: %q", out)
+	}
+	out := sh(t, env, proxyVia+`printf 'CONNECT 169.254.169.254:80 HTTP/1.1\r\nHost: 169.254.169.254:80\r\n\r\n' | nc -w 5 "$ph" "$pp" 2>&1; echo`)
+	if !strings.Contains(out, " 403 ") || !strings.Contains(out, "metadata") {
+		t.Fatalf("CONNECT to the metadata address: %q", out)
+	}
+	// Without the proxy there is no way out: the host's loopback servers are not the
+	// container's loopback, and the internal network has no route beyond its subnet.
+	if out := sh(t, env, "nc -w 3 127.0.0.1 "+allowedPort+" </dev/null 2>&1; echo rc=$?"); strings.Contains(out, "allowed-server") || !strings.Contains(out, "rc=1") {
+		t.Fatalf("direct connection: %q", out)
+	}
+	if out := sh(t, env, "echo $HTTPS_PROXY"); !strings.Contains(out, listened.String()) {
+		t.Fatalf("HTTPS_PROXY = %q", out)
+	}
+	denials.mu.Lock()
+	got := append([]egress.Denial(nil), denials.list...)
+	denials.mu.Unlock()
+	if len(got) != 2 || got[0].Reason != urlguard.NotAllowlisted || got[1].Reason != urlguard.Metadata || got[1].Host != "169.254.169.254" || got[1].Port != 80 {
+		t.Fatalf("denials: %+v", got)
+	}
+
+	// Close removes the internal network with the container.
+	desc := env.Describe()
+	netName := ""
+	for _, n := range desc.Notes {
+		if i := strings.Index(n, "internal network "); i >= 0 {
+			netName = n[i+len("internal network "):]
+		}
+	}
+	if netName == "" {
+		t.Fatalf("Describe notes do not name the internal network: %q", desc.Notes)
+	}
+	cli := dockertest.Client(t)
+	info, err := cli.NetworkInspect(ctx, netName, network.InspectOptions{})
+	if err != nil || !info.Internal || info.Labels["dev.airlock.owner"] != "airlock" {
+		t.Fatalf("internal network %s: internal=%v labels=%v err=%v", netName, info.Internal, info.Labels, err)
+	}
+	if err := env.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	closed = true
+	if _, err := cli.NetworkInspect(ctx, netName, network.InspectOptions{}); err == nil {
+		t.Fatalf("network %s is still there after Close", netName)
+	}
+}
+
+// testNetwork creates a labelled bridge network for one test and a server container on it;
+// it returns the network's name, its gateway and the server's address.
+func testNetwork(t *testing.T) (name string, gateway netip.Addr, server string) {
+	t.Helper()
+	cli := dockertest.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	name = fmt.Sprintf("%snet_%d", prefix, time.Now().UnixNano())
+	resp, err := cli.NetworkCreate(ctx, name, network.CreateOptions{Driver: "bridge", Labels: map[string]string{"dev.airlock.test": "egress"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cli.NetworkInspect(ctx, resp.ID, network.InspectOptions{})
+	if err != nil || len(info.IPAM.Config) == 0 {
+		t.Fatalf("inspect test network: %v", err)
+	}
+	gateway = netip.MustParseAddr(info.IPAM.Config[0].Gateway)
+	c, err := cli.ContainerCreate(ctx, &container.Config{
+		Image:  dockertest.Image(t),
+		Cmd:    []string{"sh", "-c", "mkdir -p /tmp/www && echo open-server > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"},
+		Labels: map[string]string{"dev.airlock.test": "egress"},
+	}, &container.HostConfig{NetworkMode: container.NetworkMode(name)}, nil, nil, name+"_server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = cli.ContainerRemove(cctx, c.ID, container.RemoveOptions{Force: true})
+		_ = cli.NetworkRemove(cctx, resp.ID)
+	})
+	if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ci, err := cli.ContainerInspect(ctx, c.ID)
+	if err != nil || ci.NetworkSettings == nil || ci.NetworkSettings.Networks[name] == nil {
+		t.Fatalf("server container: %v", err)
+	}
+	return name, gateway, net.JoinHostPort(ci.NetworkSettings.Networks[name].IPAddress, "8080")
+}
+
+func TestNetworkNoneAndOpen(t *testing.T) {
+	netName, gw, server := testNetwork(t)
+	// A server on the host, on the test network's gateway address: reachable from that
+	// network, and the target a container without network must not reach.
+	hostSrv := hostServer(t, netip.AddrPortFrom(gw, 0).String(), "host-server")
+	serverHost, serverPort, _ := net.SplitHostPort(server)
+	_, hostPort, _ := net.SplitHostPort(hostSrv)
+	fetch := func(env backend.Environment, host, port string) string {
+		return sh(t, env, fmt.Sprintf(`printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 %s %s 2>&1; echo rc=$?`, host, port))
+	}
+
+	open := testConfig(t, t.TempDir(), docker.ModeExec)
+	open.ReuseContainer = false
+	open.Network = netName
+	oenv := newEnv(t, open)
+	waitFor(t, func() bool { return strings.Contains(fetch(oenv, serverHost, serverPort), "open-server") })
+	if out := fetch(oenv, gw.String(), hostPort); !strings.Contains(out, "host-server") {
+		t.Fatalf("open: the host server on the network's gateway: %q", out)
+	}
+
+	none := testConfig(t, t.TempDir(), docker.ModeExec)
+	none.ReuseContainer = false
+	none.Network = "none"
+	nenv := newEnv(t, none)
+	if out := fetch(nenv, gw.String(), hostPort); strings.Contains(out, "host-server") || strings.Contains(out, "rc=0") {
+		t.Fatalf("none: the host server was reachable: %q", out)
+	}
+	if out := fetch(nenv, serverHost, serverPort); strings.Contains(out, "open-server") || strings.Contains(out, "rc=0") {
+		t.Fatalf("none: the server container was reachable: %q", out)
+	}
+	if out := sh(t, nenv, "cat /proc/net/route | wc -l; ls /sys/class/net"); !strings.Contains(out, "lo") || strings.Contains(out, "eth0") {
+		t.Fatalf("none: interfaces %q", out)
+	}
+}
+
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	for i := 0; i < 50; i++ {
+		if ok() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("condition not met in 5s")
+}
+
