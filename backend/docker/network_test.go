@@ -242,4 +242,3 @@ func waitFor(t *testing.T, ok func() bool) {
 	}
 	t.Fatal("condition not met in 5s")
 }
-
