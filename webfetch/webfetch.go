@@ -145,6 +145,7 @@ func Definition(o Options) (tool.Definition, error) {
 		InputSchema:  inputSchema,
 		OutputSchema: outputSchema,
 		Risk:         tool.RiskNetwork,
+		Toolset:      Toolset,
 		ParallelSafe: true,
 		Timeout:      HardMaxTimeout + 5*time.Second,
 		Handler:      f.handle,
