@@ -47,6 +47,11 @@ var defaultClassifier = sync.OnceValues(func() (*Classifier, error) {
 
 // Classify judges command with the embedded rules.
 func Classify(command string) Verdict {
+	return ClassifyIn(Context{}, command)
+}
+
+// ClassifyIn judges command with the embedded rules, in a context.
+func ClassifyIn(cx Context, command string) Verdict {
 	c, err := defaultClassifier()
 	if err != nil {
 		// The embedded rules are checked by the tests; should they ever fail to load, no
@@ -54,28 +59,36 @@ func Classify(command string) Verdict {
 		return Verdict{Command: command, Risk: RiskDangerous, Parsed: false,
 			Reasons: []Reason{{Code: "rules_error", Segment: err.Error(), Risk: RiskDangerous}}}
 	}
-	return c.Classify(command)
+	return c.ClassifyIn(cx, command)
 }
 
-// Classify parses command as bash and judges every statement in it. The verdict's risk is
-// the highest risk of its reasons; a command that cannot be parsed is never safe.
+// Classify parses command as bash and judges every statement in it, with the zero
+// [Context]. The verdict's risk is the highest risk of its reasons; a command that cannot
+// be parsed is never safe.
+func (c *Classifier) Classify(command string) Verdict {
+	return c.ClassifyIn(Context{}, command)
+}
+
+// ClassifyIn is [Classifier.Classify] in a context: the workspace, the policy's roots and
+// deny names, and the files no command may reach.
 //
 // No input makes it panic: should the walk ever fail on one, the verdict for that command
 // is internal_error (dangerous, not parsed) and the caller goes on.
-func (c *Classifier) Classify(command string) (v Verdict) {
+func (c *Classifier) ClassifyIn(cx Context, command string) (v Verdict) {
 	defer func() {
 		if r := recover(); r != nil {
 			v = Verdict{Command: command, Risk: RiskDangerous, Parsed: false, Commands: []Command{},
 				Reasons: []Reason{{Code: codeInternalError, Segment: fmt.Sprint(r), Risk: RiskDangerous}}}
 		}
 	}()
-	return c.classify(command)
+	return c.classify(cx, command)
 }
 
-func (c *Classifier) classify(command string) Verdict {
+func (c *Classifier) classify(cx Context, command string) Verdict {
 	v := Verdict{Command: command, Reasons: []Reason{}, Parsed: true, Commands: []Command{}}
 	w := &walker{
 		rules:  c.rules,
+		cx:     cx.normalised(),
 		v:      &v,
 		src:    command,
 		st:     newState(),

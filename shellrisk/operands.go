@@ -20,6 +20,9 @@ func (w *walker) operandPaths(p *program, s scanned, ops []arg, seg string) {
 	if p.skip > 0 && !hasAny(p, s.flags, p.skipUnless, false) {
 		ops = ops[min(p.skip, len(ops)):]
 	}
+	if len(ops) == 0 && p.defaultOperand != "" && recursive {
+		ops = []arg{{text: p.defaultOperand}}
+	}
 	for _, a := range ops {
 		if k, v, ok := strings.Cut(a.text, "="); ok && p.keyed != nil {
 			if m, ok := p.keyed[k]; ok {

@@ -211,15 +211,51 @@ func homeAlias(c string) string {
 // envFile reports whether a path names a file of secrets wherever it is: .env and .env.*
 // files (not .env.example and the like, which are meant to be shared). Reading one is
 // credential access; writing one in the workspace is an ordinary write.
+//
+// Names match without regard to case (.ENV is .env on a case-insensitive file system, and
+// the file tools' deny_names ignore case too). A name with a slash (.aws/credentials)
+// matches consecutive components anywhere in the path; the configured deny_names of the
+// [Context] apply as the file tools apply them, to any component.
 func (w *walker) envFile(c string) bool {
-	base := path.Base(c)
+	lc := strings.ToLower(c)
+	base := path.Base(lc)
+	for _, not := range w.rules.paths.NotSecretNames {
+		if ok, _ := path.Match(not, base); ok {
+			return false
+		}
+	}
 	for _, pat := range w.rules.paths.SecretNames {
-		if ok, _ := path.Match(pat, base); ok {
-			for _, not := range w.rules.paths.NotSecretNames {
-				if ok, _ := path.Match(not, base); ok {
-					return false
-				}
+		if strings.Contains(pat, "/") {
+			if componentsMatch(pat, lc) {
+				return true
 			}
+		} else if ok, _ := path.Match(pat, base); ok {
+			return true
+		}
+	}
+	for _, pat := range w.cx.DenyNames {
+		if componentsMatch(pat, lc) {
+			return true
+		}
+	}
+	return false
+}
+
+// componentsMatch reports whether pattern (one or more slash-separated globs, lower case)
+// matches consecutive components of the lower-cased path c, as the file tools' deny_names
+// match.
+func componentsMatch(pattern, c string) bool {
+	parts := strings.Split(strings.Trim(strings.ToLower(pattern), "/"), "/")
+	cs := strings.Split(c, "/")
+	for i := 0; i+len(parts) <= len(cs); i++ {
+		all := true
+		for j, part := range parts {
+			if ok, err := path.Match(part, cs[i+j]); err != nil || !ok {
+				all = false
+				break
+			}
+		}
+		if all {
 			return true
 		}
 	}
@@ -420,7 +456,7 @@ func (w *walker) pathEffect(a arg, mode string, recursive bool, seg string) {
 	info := w.classifyPath(a)
 	switch mode {
 	case pathsRead:
-		if info.secret || info.envFile {
+		if info.secret || info.envFile || recursive && w.treeMayHoldSecrets(info) {
 			w.add(codeCredentialAccess, seg)
 		}
 	case pathsWrite:
@@ -438,6 +474,18 @@ func (w *walker) pathEffect(a arg, mode string, recursive bool, seg string) {
 		}
 		w.deleteEffect(info, recursive, seg)
 	}
+}
+
+// treeMayHoldSecrets reports whether a directory read whole (grep -r, rg --hidden, tar c)
+// may hold a secret file: the workspace itself (its .env), anything outside it, or a
+// directory only known at run time. The file tools skip deny_names inside a tree; a shell
+// command cannot.
+func (w *walker) treeMayHoldSecrets(info pathInfo) bool {
+	switch info.class {
+	case pathWorkspace, pathHarmless, pathScratch, pathDevice, pathSocket:
+		return false
+	}
+	return true
 }
 
 // vcsConfig reports whether a path is a repository's configuration or hooks, at any depth

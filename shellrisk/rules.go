@@ -84,6 +84,8 @@ type ProgramRule struct {
 	WLongOptions bool                   `toml:"w_long_options" json:"w_long_options,omitempty"`
 	Signals      string                 `toml:"signals" json:"signals,omitempty"`
 	WorkdirFlags []string               `toml:"workdir_flags" json:"workdir_flags,omitempty"`
+	// DefaultOperand is the operand a program acts on when given none (grep -r: ".").
+	DefaultOperand string `toml:"default_operand" json:"default_operand,omitempty"`
 }
 
 // PathRules lists sensitive paths. Entries may start with ~ (the home directory) and may be
@@ -294,6 +296,8 @@ type program struct {
 	signals string
 	// workdirFlags name the directory the program works in (git -C, make -C).
 	workdirFlags map[string]bool
+	// defaultOperand is what the program acts on without operands (grep -r, rg: ".").
+	defaultOperand string
 }
 
 // ruleSet is the compiled form of a [RulesConfig].
@@ -426,37 +430,38 @@ func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error
 		}
 	}
 	p := &program{
-		reason:       pr.Reason,
-		flags:        pr.Flags,
-		valueFlags:   set(pr.ValueFlags),
-		queryFlags:   set(pr.QueryFlags),
-		paths:        pr.Paths,
-		pathFlags:    pr.PathFlags,
-		recursive:    set(pr.Recursive),
-		skip:         pr.Skip,
-		skipUnless:   set(pr.SkipUnless),
-		keyed:        pr.Keyed,
-		wrapper:      pr.Wrapper,
-		extraArgs:    pr.ExtraArgs,
-		codeFlags:    set(pr.CodeFlags),
-		codeOperand:  pr.CodeOperand,
-		assignCode:   pr.AssignCode,
-		language:     pr.Language,
-		stdinCode:    pr.StdinCode,
-		stdinFlags:   set(pr.StdinFlags),
-		expression:   pr.Expression,
-		execFlags:    set(pr.ExecFlags),
-		filters:      set(pr.Filters),
-		mountFlags:   set(pr.MountFlags),
-		uploads:      pr.Uploads,
-		changesDir:   pr.ChangesDir,
-		sameShell:    pr.SameShell,
-		chdirFlags:   set(pr.ChdirFlags),
-		valuePaths:   pr.ValuePaths,
-		wholeFlags:   pr.WholeFlags,
-		wLongOptions: pr.WLongOptions,
-		signals:      pr.Signals,
-		workdirFlags: set(pr.WorkdirFlags),
+		reason:         pr.Reason,
+		flags:          pr.Flags,
+		valueFlags:     set(pr.ValueFlags),
+		queryFlags:     set(pr.QueryFlags),
+		paths:          pr.Paths,
+		pathFlags:      pr.PathFlags,
+		recursive:      set(pr.Recursive),
+		skip:           pr.Skip,
+		skipUnless:     set(pr.SkipUnless),
+		keyed:          pr.Keyed,
+		wrapper:        pr.Wrapper,
+		extraArgs:      pr.ExtraArgs,
+		codeFlags:      set(pr.CodeFlags),
+		codeOperand:    pr.CodeOperand,
+		assignCode:     pr.AssignCode,
+		language:       pr.Language,
+		stdinCode:      pr.StdinCode,
+		stdinFlags:     set(pr.StdinFlags),
+		expression:     pr.Expression,
+		execFlags:      set(pr.ExecFlags),
+		filters:        set(pr.Filters),
+		mountFlags:     set(pr.MountFlags),
+		uploads:        pr.Uploads,
+		changesDir:     pr.ChangesDir,
+		sameShell:      pr.SameShell,
+		chdirFlags:     set(pr.ChdirFlags),
+		valuePaths:     pr.ValuePaths,
+		wholeFlags:     pr.WholeFlags,
+		wLongOptions:   pr.WLongOptions,
+		signals:        pr.Signals,
+		workdirFlags:   set(pr.WorkdirFlags),
+		defaultOperand: pr.DefaultOperand,
 	}
 	if pr.Signals != "" && pr.Signals != signalsPids && pr.Signals != signalsNames {
 		return nil, fmt.Errorf("rules: %s.signals: unknown kind %q", field, pr.Signals)

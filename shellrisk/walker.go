@@ -26,6 +26,7 @@ type stdin struct {
 // walker carries the state of one classification.
 type walker struct {
 	rules *ruleSet
+	cx    Context
 	v     *Verdict
 	src   string // source text of the code being walked, for segments
 	depth int
