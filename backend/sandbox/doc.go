@@ -1,0 +1,29 @@
+// Package sandbox confines the commands a backend starts with the kernel's Landlock LSM and a
+// seccomp filter, so that the path policy holds where commands run and not only in a reading
+// of their text.
+//
+// It is a mechanism shared by backends (like [procgroup]), not a backend. A [Sandbox] is built
+// once from a [Policy] — the roots a command may read and write, the files it must never reach
+// (the configuration, the ledger, credential directories, deny_names matches), the TCP ports it
+// may use — and then [Sandbox.Do] runs a function on a fresh OS thread that carries the
+// restrictions: no_new_privs, a Landlock domain of its own and the seccomp filter. A process
+// forked from that thread inherits all three and keeps them across exec; the thread itself is
+// thrown away when the function returns (its goroutine ends while locked to it), so the
+// process that calls Do — Airlock, or the resident helper — stays unconfined and every
+// command gets a domain of its own. Landlock's scoping (ABI 6) then keeps a command from
+// signalling, ptracing or reading /proc/PID/environ of anything outside its domain: Airlock,
+// the helper and the other commands.
+//
+// Landlock is an allow-list: access is granted to directory hierarchies, never taken away
+// beneath them. A protected path is therefore kept out by never granting any directory above
+// it: where one lies beneath an allowed root, that root is split — the directory holding it
+// gets only the right to list names, its other entries get the root's rights (see [plan]).
+// The price: nothing new can be created directly in such a directory, and a protected path
+// that appears after the sandbox was built is only kept out if it lies outside every root.
+//
+// Go cannot run code between fork and exec, which is why the restrictions are put on a
+// locked OS thread rather than applied in the child: the Go runtime starts new threads from
+// a clean template thread when asked to from a locked one, so nothing else inherits them.
+//
+// [procgroup]: github.com/airlock-dev/airlock/backend/procgroup
+package sandbox

@@ -1,0 +1,348 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Mode is the configured sandbox: "auto" (on wherever the kernel supports it), "landlock"
+// (required: refuse to run without it) or "off".
+type Mode string
+
+// Modes.
+const (
+	ModeAuto     Mode = "auto"
+	ModeLandlock Mode = "landlock"
+	ModeOff      Mode = "off"
+)
+
+// ParseMode checks a configured mode; empty means auto.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case "", ModeAuto:
+		return ModeAuto, nil
+	case ModeLandlock, ModeOff:
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("sandbox: %q is not one of auto, landlock, off", s)
+}
+
+// Policy is what commands may reach. Paths are absolute as the place that runs the commands
+// sees them; paths that do not exist are left out.
+type Policy struct {
+	// ReadRoots may be read (and their programs run); WriteRoots may also be written.
+	ReadRoots  []string
+	WriteRoots []string
+	// TempDir is the session's private scratch directory, readable and writable.
+	TempDir string
+	// Home is the user's home directory: never granted whole, only the toolchain
+	// directories in [HomeReadable] beneath it.
+	Home string
+	// SystemRead lists the system and toolchain directories programs need to run; nil means
+	// [DefaultSystemRead] plus the Go toolchain in use.
+	SystemRead []string
+	// Protected paths are never readable or writable whatever the roots say: the
+	// configuration, the ledger, the session state. Credential directories under Home
+	// ([CredentialDirs]) and [SystemSecrets] are added.
+	Protected []string
+	// Hidden reports whether a path (relative to the root being scanned, slash-separated)
+	// matches deny_names; matches found under the read and write roots when the sandbox is
+	// built are protected. Nil hides nothing.
+	Hidden func(rel string) bool
+	// ScanLimit bounds how many entries the deny_names scan visits (default 20000).
+	ScanLimit int
+	// Network is the TCP access commands get.
+	Network Network
+}
+
+// Network is the TCP access a sandbox grants. The zero value allows no TCP connect or bind
+// at all. Other helpers (the egress proxy) add ports here: an allowlist proxy on loopback
+// port P is reached with ConnectTCP: []uint16{P}.
+type Network struct {
+	// Unrestricted leaves TCP alone (no Landlock network rules, no socket filter).
+	Unrestricted bool
+	// ConnectTCP and BindTCP are the ports commands may connect to and bind.
+	ConnectTCP []uint16
+	BindTCP    []uint16
+}
+
+// DefaultSystemRead are the directories programs need: binaries, libraries, configuration,
+// and the kernel's views of processes and devices (read-only).
+var DefaultSystemRead = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys"}
+
+// SystemSecrets are paths under the system directories that are never readable.
+var SystemSecrets = []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh", "/etc/ssl/private", "/etc/security/opasswd", "/etc/sudoers", "/etc/sudoers.d", "/etc/docker", "/etc/kubernetes"}
+
+// Devices are the device files commands may read and write.
+var Devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
+// HomeReadable are the directories and files under the home directory that toolchains read:
+// caches, module stores, installed tools, git's own configuration. They are read-only.
+var HomeReadable = []string{"go", ".cache", ".cargo", ".rustup", ".npm", ".nvm", ".pyenv", ".rbenv", ".local/bin", ".local/lib", ".gitconfig", ".config/git", ".m2", ".gradle"}
+
+// CredentialDirs are the home directory's places for credentials, never readable even when
+// a root contains them.
+var CredentialDirs = []string{".ssh", ".aws", ".gnupg", ".kube", ".config/gcloud", ".docker", ".azure", ".netrc", ".git-credentials", ".npmrc", ".pypirc", ".config/gh", ".password-store", ".local/share/keyrings", ".cache/airlock", ".local/state/airlock", ".vault-token"}
+
+// grant is one Landlock rule: a path and whether it may be written. listOnly marks a
+// directory split around a protected path: its names may be listed, nothing else.
+type grant struct {
+	Path     string
+	Write    bool
+	Dir      bool
+	ListOnly bool
+}
+
+// fsView is what plan needs of the filesystem, so tests can give it a fake one.
+type fsView interface {
+	// resolve returns the path with symlinks resolved, or an error when it does not exist.
+	resolve(p string) (string, error)
+	// lstat reports whether p is a directory and whether it is a symlink.
+	lstat(p string) (dir, link bool, err error)
+	// list returns the names in directory p.
+	list(p string) ([]string, error)
+}
+
+type osView struct{}
+
+func (osView) resolve(p string) (string, error) { return filepath.EvalSymlinks(p) }
+func (osView) lstat(p string) (bool, bool, error) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return false, false, err
+	}
+	return fi.IsDir(), fi.Mode()&os.ModeSymlink != 0, nil
+}
+func (osView) list(p string) ([]string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// layout is a computed set of rules and what was left out and why.
+type layout struct {
+	Grants []grant
+	// Protected are the resolved protected paths that exist.
+	Protected []string
+	// Split are the directories reduced to listing because a protected path lies in them.
+	Split []string
+	// Notes say what the layout could not do (a root inside a protected path, a scan cut
+	// short).
+	Notes []string
+}
+
+// plan turns a policy into Landlock grants. It is pure over fsView.
+func plan(p Policy, fs fsView) layout {
+	var l layout
+	protected := map[string]bool{}
+	addProtected := func(path string) {
+		if path == "" || !filepath.IsAbs(path) {
+			return
+		}
+		if r, err := fs.resolve(path); err == nil {
+			protected[r] = true
+		}
+		// The path as named is kept too: a symlink to it that is itself named is not
+		// granted by the rules built below either way.
+		protected[filepath.Clean(path)] = true
+	}
+	for _, pp := range p.Protected {
+		addProtected(pp)
+	}
+	for _, s := range SystemSecrets {
+		addProtected(s)
+	}
+	if p.Home != "" {
+		for _, c := range CredentialDirs {
+			addProtected(filepath.Join(p.Home, c))
+		}
+	}
+	limit := p.ScanLimit
+	if limit <= 0 {
+		limit = 20000
+	}
+	if p.Hidden != nil {
+		seen := 0
+		for _, root := range append(append([]string(nil), p.ReadRoots...), p.WriteRoots...) {
+			r, err := fs.resolve(root)
+			if err != nil {
+				continue
+			}
+			if !scanHidden(fs, r, "", p.Hidden, &seen, limit, addProtected) {
+				l.Notes = append(l.Notes, fmt.Sprintf("deny_names scan stopped after %d entries: matches beyond it are not kernel-protected (the path policy still refuses them to the file tools)", limit))
+				break
+			}
+		}
+	}
+	for path := range protected {
+		if _, _, err := fs.lstat(path); err == nil {
+			l.Protected = append(l.Protected, path)
+		}
+	}
+	sort.Strings(l.Protected)
+
+	type root struct {
+		path  string
+		write bool
+	}
+	var roots []root
+	for _, r := range p.WriteRoots {
+		roots = append(roots, root{r, true})
+	}
+	if p.TempDir != "" {
+		roots = append(roots, root{p.TempDir, true})
+	}
+	for _, r := range p.ReadRoots {
+		roots = append(roots, root{r, false})
+	}
+	sys := p.SystemRead
+	if sys == nil {
+		sys = DefaultSystemRead
+	}
+	for _, r := range sys {
+		roots = append(roots, root{r, false})
+	}
+	if p.Home != "" {
+		for _, h := range HomeReadable {
+			roots = append(roots, root{filepath.Join(p.Home, h), false})
+		}
+	}
+	for _, d := range Devices {
+		roots = append(roots, root{d, true})
+	}
+	seen := map[grant]bool{}
+	add := func(g grant) {
+		if !seen[g] {
+			seen[g] = true
+			l.Grants = append(l.Grants, g)
+		}
+	}
+	for _, r := range roots {
+		if !filepath.IsAbs(r.path) {
+			continue
+		}
+		real, err := fs.resolve(r.path)
+		if err != nil {
+			continue
+		}
+		if in := containedIn(l.Protected, real); in != "" {
+			l.Notes = append(l.Notes, fmt.Sprintf("%s is not granted: it lies in the protected %s", r.path, in))
+			continue
+		}
+		dir, _, err := fs.lstat(real)
+		if err != nil {
+			continue
+		}
+		below := beneath(l.Protected, real)
+		if len(below) == 0 {
+			add(grant{Path: real, Write: r.write, Dir: dir})
+			continue
+		}
+		split(fs, real, r.write, below, add, &l.Split)
+	}
+	sort.Strings(l.Split)
+	l.Split = dedupe(l.Split)
+	return l
+}
+
+// split grants dir's entries except the protected paths below it, recursing into the
+// entries that hold one; dir itself may only be listed.
+func split(fs fsView, dir string, write bool, protected []string, add func(grant), splits *[]string) {
+	add(grant{Path: dir, Dir: true, ListOnly: true})
+	*splits = append(*splits, dir)
+	names, err := fs.list(dir)
+	if err != nil {
+		return
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		e := filepath.Join(dir, n)
+		if containedIn(protected, e) != "" {
+			continue
+		}
+		isDir, link, err := fs.lstat(e)
+		if err != nil || link {
+			// A symlink is governed by the rules of what it points to; granting it here
+			// would grant its target.
+			continue
+		}
+		if below := beneath(protected, e); len(below) > 0 && isDir {
+			split(fs, e, write, below, add, splits)
+			continue
+		}
+		add(grant{Path: e, Write: write, Dir: isDir})
+	}
+}
+
+// scanHidden walks dir looking for deny_names matches; it returns false when the limit cut
+// it short.
+func scanHidden(fs fsView, dir, rel string, hidden func(string) bool, seen *int, limit int, found func(string)) bool {
+	names, err := fs.list(dir)
+	if err != nil {
+		return true
+	}
+	for _, n := range names {
+		*seen++
+		if *seen > limit {
+			return false
+		}
+		r := n
+		if rel != "" {
+			r = rel + "/" + n
+		}
+		e := filepath.Join(dir, n)
+		if hidden(r) {
+			found(e)
+			continue
+		}
+		isDir, link, err := fs.lstat(e)
+		if err != nil || link || !isDir || n == ".git" {
+			continue
+		}
+		if !scanHidden(fs, e, r, hidden, seen, limit, found) {
+			return false
+		}
+	}
+	return true
+}
+
+// containedIn returns the protected path that p is or lies beneath, or "".
+func containedIn(protected []string, p string) string {
+	for _, q := range protected {
+		if p == q || strings.HasPrefix(p, q+"/") {
+			return q
+		}
+	}
+	return ""
+}
+
+// beneath returns the protected paths strictly below dir.
+func beneath(protected []string, dir string) []string {
+	var out []string
+	for _, q := range protected {
+		if dir == "/" && q != "/" || strings.HasPrefix(q, dir+"/") {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func dedupe(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// ErrUnsupported marks a sandbox that the kernel cannot deliver.
+var ErrUnsupported = errors.New("sandbox unavailable")

@@ -1,0 +1,265 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// RequiredABI is the lowest Landlock ABI the sandbox can be delivered on: 4 brought TCP
+// rules, 5 device ioctls, 6 the scoping that keeps a command from signalling Airlock.
+const RequiredABI = 6
+
+// Probe reports the kernel's Landlock ABI version, 0 when Landlock is missing or disabled.
+type Probe func() int
+
+// KernelABI is the real probe.
+func KernelABI() int {
+	v, err := ll.LandlockGetABIVersion()
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// Option adjusts New.
+type Option func(*options)
+
+type options struct{ probe Probe }
+
+// WithProbe replaces the kernel probe (tests use it to play a kernel without Landlock).
+func WithProbe(p Probe) Option { return func(o *options) { o.probe = p } }
+
+// Sandbox is a built set of restrictions. The zero of enforcement (mode off, or auto on a
+// kernel without Landlock) is a Sandbox too: Do then runs its function as it is, and
+// Enforced and Notes say so.
+type Sandbox struct {
+	mode     Mode
+	abi      int
+	enforced bool
+	reason   string // why not enforced
+	fd       int
+	filter   []unix.SockFilter
+	layout   layout
+	policy   Policy
+	denyUnix bool
+}
+
+// New builds the sandbox for p. Mode landlock on a kernel that cannot deliver it is an
+// error wrapping [ErrUnsupported] that says why and how to choose; mode auto there gives an
+// unenforced Sandbox whose Notes say so.
+func New(mode Mode, p Policy, opts ...Option) (*Sandbox, error) {
+	o := options{probe: KernelABI}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s := &Sandbox{mode: mode, fd: -1, policy: p}
+	if mode == ModeOff {
+		s.reason = "sandbox = \"off\" in the configuration"
+		return s, nil
+	}
+	s.abi = o.probe()
+	if why := unsupported(s.abi); why != "" {
+		if mode == ModeLandlock {
+			return nil, fmt.Errorf("%w: sandbox = \"landlock\" is configured but %s; set sandbox = \"auto\" to run without kernel enforcement (then only commands judged safe run without a person), or \"off\"", ErrUnsupported, why)
+		}
+		s.reason = why
+		return s, nil
+	}
+	if p.Home == "" {
+		p.Home, _ = os.UserHomeDir()
+	}
+	if p.SystemRead == nil {
+		p.SystemRead = append(append([]string(nil), DefaultSystemRead...), toolchainDirs()...)
+	}
+	s.policy = p
+	s.layout = plan(p, osView{})
+	s.denyUnix = s.abi < 9
+	filter, err := buildFilter(p.Network, s.denyUnix)
+	if err != nil {
+		return nil, err
+	}
+	s.filter = filter
+	fd, err := buildRuleset(s.layout.Grants, p.Network)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: landlock ruleset: %w", err)
+	}
+	s.fd = fd
+	s.enforced = true
+	return s, nil
+}
+
+func unsupported(abi int) string {
+	switch {
+	case runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64":
+		return "the seccomp filter is only built for amd64 and arm64, not " + runtime.GOARCH
+	case abi <= 0:
+		return "this kernel has no Landlock (not built in, or not in the lsm= boot list)"
+	case abi < RequiredABI:
+		return fmt.Sprintf("this kernel has Landlock ABI %d; the sandbox needs ABI %d (Linux 6.12) for signal and socket scoping", abi, RequiredABI)
+	}
+	return ""
+}
+
+// toolchainDirs are the Go toolchain's directories when they lie outside the system ones.
+func toolchainDirs() []string {
+	var out []string
+	if root := runtime.GOROOT(); root != "" {
+		out = append(out, root)
+	}
+	if g, err := exec.LookPath("go"); err == nil {
+		if r, err := filepath.EvalSymlinks(g); err == nil {
+			out = append(out, filepath.Dir(filepath.Dir(r)))
+		}
+	}
+	return out
+}
+
+// buildRuleset creates the Landlock ruleset: the grants, the TCP ports, and both scopes.
+// Rights newer than the kernel's ABI are left out (go-landlock's best effort); New has
+// checked that the ABI carries everything the sandbox promises.
+func buildRuleset(grants []grant, n Network) (int, error) {
+	cfg := landlock.V11.BestEffort()
+	if n.Unrestricted {
+		cfg.HandledAccessNet = 0
+	}
+	var rules []landlock.Rule
+	for _, g := range grants {
+		switch {
+		case g.ListOnly:
+			rules = append(rules, landlock.PathAccess(ll.AccessFSReadDir, g.Path))
+		case g.Dir && g.Write:
+			rules = append(rules, landlock.RWDirs(g.Path).WithRefer())
+		case g.Dir:
+			rules = append(rules, landlock.RODirs(g.Path))
+		case g.Write && strings.HasPrefix(g.Path, "/dev/"):
+			rules = append(rules, landlock.RWFiles(g.Path).WithIoctlDev())
+		case g.Write:
+			rules = append(rules, landlock.RWFiles(g.Path))
+		default:
+			rules = append(rules, landlock.ROFiles(g.Path))
+		}
+	}
+	if !n.Unrestricted {
+		for _, p := range n.ConnectTCP {
+			rules = append(rules, landlock.ConnectTCP(p))
+		}
+		for _, p := range n.BindTCP {
+			rules = append(rules, landlock.BindTCP(p))
+		}
+	}
+	fd, _, err := cfg.NewRulesetFD(rules...)
+	if err != nil {
+		return -1, err
+	}
+	if fd < 0 {
+		return -1, errors.New("the kernel accepted no restriction at all")
+	}
+	return fd, nil
+}
+
+// Enforced reports whether commands run under the kernel's restrictions.
+func (s *Sandbox) Enforced() bool { return s != nil && s.enforced }
+
+// ABI is the kernel's Landlock ABI version as probed (0 when not probed or missing).
+func (s *Sandbox) ABI() int { return s.abi }
+
+// Mode is the configured mode.
+func (s *Sandbox) Mode() Mode { return s.mode }
+
+// Close releases the ruleset.
+func (s *Sandbox) Close() error {
+	if s == nil || s.fd < 0 {
+		return nil
+	}
+	err := syscall.Close(s.fd)
+	s.fd = -1
+	s.enforced = false
+	return err
+}
+
+// Do runs fn on a fresh OS thread restricted by the sandbox; processes fn starts inherit the
+// restrictions. The thread is discarded afterwards. Unenforced, fn runs as it is. An error
+// applying the restrictions is returned without running fn: nothing runs weaker.
+func (s *Sandbox) Do(fn func() error) error {
+	if !s.Enforced() {
+		return fn()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		// Never unlocked: when this goroutine returns, the runtime ends the thread with it,
+		// so its restrictions cannot reach any other goroutine.
+		runtime.LockOSThread()
+		defer func() {
+			if r := recover(); r != nil {
+				errc <- fmt.Errorf("sandbox: panic in sandboxed call: %v", r)
+			}
+		}()
+		if err := s.restrictThread(); err != nil {
+			errc <- err
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+func (s *Sandbox) restrictThread() error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("sandbox: no_new_privs: %w", err)
+	}
+	if err := dropCaps(); err != nil {
+		return err
+	}
+	if err := ll.LandlockRestrictSelf(s.fd, 0); err != nil {
+		return fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
+	}
+	return installFilter(s.filter)
+}
+
+// Notes say, in a line each, what is and is not enforced.
+func (s *Sandbox) Notes() []string {
+	if !s.Enforced() {
+		return []string{"sandbox: not enforced (" + s.reason + "): commands can reach every file, process and network the user can; only commands judged safe run without a person"}
+	}
+	p := s.policy
+	var w []string
+	w = append(w, p.WriteRoots...)
+	if p.TempDir != "" {
+		w = append(w, p.TempDir+" (session temp)")
+	}
+	net := "no TCP connect or bind, no UDP or raw sockets"
+	switch {
+	case p.Network.Unrestricted:
+		net = "network not restricted"
+	case len(p.Network.ConnectTCP)+len(p.Network.BindTCP) > 0:
+		net = fmt.Sprintf("TCP connect only to ports %v, bind only %v; no UDP or raw sockets", p.Network.ConnectTCP, p.Network.BindTCP)
+	}
+	notes := []string{
+		fmt.Sprintf("sandbox: enforced by Landlock ABI %d and seccomp: writes only in %s; reads only in the read roots, system and toolchain directories", s.abi, strings.Join(w, ", ")),
+		fmt.Sprintf("sandbox: never readable: the configuration, the ledger, credential directories and %d protected paths found at start", len(s.layout.Protected)),
+		"sandbox: " + net + "; no signals, ptrace or /proc environ reads of processes outside the command; no mount, keyring, bpf, perf, module or namespace calls",
+	}
+	if s.denyUnix {
+		notes = append(notes, fmt.Sprintf("sandbox: unix sockets refused (Landlock ABI %d cannot restrict pathname sockets; ABI 9 can)", s.abi))
+	}
+	if len(s.layout.Split) > 0 {
+		notes = append(notes, "sandbox: no new entries directly in "+strings.Join(s.layout.Split, ", ")+" (each holds a protected path); files created there later are not kernel-protected")
+	}
+	notes = append(notes, s.layout.Notes...)
+	return notes
+}
+
+// Protected lists the existing paths the sandbox keeps out, resolved.
+func (s *Sandbox) Protected() []string { return append([]string(nil), s.layout.Protected...) }
