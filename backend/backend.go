@@ -135,7 +135,16 @@ type Capabilities struct {
 	ProcessTreeKill bool
 	// ResidentHelper: a long-lived helper process starts commands (fast path).
 	ResidentHelper bool
+	// KernelSandbox: the kernel confines each command (Landlock and seccomp) to the
+	// policy's write roots, read roots and network rules, so what a command does is held
+	// where it runs and not only by a reading of its text.
+	KernelSandbox bool
 }
+
+// Enforced reports whether something beyond a reading of the command text holds a command
+// to the policy's roots: a container that sees only its mounts, or a kernel sandbox. Where
+// it is false, only commands judged safe should run without a person.
+func (c Capabilities) Enforced() bool { return c.FilesystemIsolation || c.KernelSandbox }
 
 // Limits are the effective defaults and ceilings of an environment.
 type Limits struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/sandbox"
 )
 
 var _ backend.Environment = (*Env)(nil)
@@ -30,6 +31,8 @@ type Config struct {
 	Shell string
 	// KillGrace is how long a process group has between TERM and KILL.
 	KillGrace time.Duration
+	// Sandbox confines commands with the kernel (default: auto).
+	Sandbox SandboxConfig
 }
 
 // DefaultConfig returns the defaults that Validate fills in.
@@ -86,6 +89,7 @@ type Option func(*options) error
 
 type options struct {
 	logger hclog.Logger
+	probe  sandbox.Probe
 }
 
 // WithLogger sets the logger (default: none).
@@ -105,6 +109,10 @@ type Env struct {
 	workspace string // absolute, symlinks resolved
 	policy    backend.EnvPolicy
 	log       hclog.Logger
+
+	sandbox     *sandbox.Sandbox
+	sandboxNote string
+	tempDir     string
 
 	mu     sync.Mutex
 	closed bool
@@ -144,19 +152,24 @@ func New(cfg Config, opts ...Option) (*Env, error) {
 		}
 		return nil, fmt.Errorf("local: workspace: refused: %s %s; use a project directory (environment.workspace, relative to the config file's directory)", shown, why)
 	}
-	return &Env{
+	e := &Env{
 		cfg:       cfg,
 		workspace: real,
 		policy:    backend.EnvPolicy{Passthrough: cfg.EnvPassthrough},
 		log:       o.logger.Named("local"),
-	}, nil
+	}
+	if err := e.openSandbox(cfg.Sandbox, o.probe); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 // Workspace returns the workspace's absolute host path with symlinks resolved.
 func (e *Env) Workspace() string { return e.workspace }
 
-// Describe reports a host process environment: no filesystem or network isolation.
+// Describe reports a host process environment and what the kernel sandbox enforces.
 func (e *Env) Describe() backend.Description {
+	sb := e.sandbox.Enforced()
 	return backend.Description{
 		Kind:      "local",
 		Mode:      "process",
@@ -165,21 +178,27 @@ func (e *Env) Describe() backend.Description {
 		Capabilities: backend.Capabilities{
 			WritableHostMounts: true,
 			ProcessTreeKill:    true,
+			KernelSandbox:      sb,
+			NetworkIsolation:   sb && !e.cfg.Sandbox.Network.Unrestricted,
 		},
 		Limits: backend.Limits{
 			DefaultTimeout: e.cfg.DefaultTimeout,
 			MaxOutputBytes: e.cfg.MaxOutputBytes,
 		},
-		Notes: []string{"commands run on the host: no filesystem or network isolation"},
+		Notes: e.sandboxNotes(),
 	}
 }
 
-// Close marks the environment closed. Commands still running finish on their own terms.
+// Close marks the environment closed and removes the session's temp dir. Commands still
+// running finish on their own terms.
 func (e *Env) Close(context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
 	e.closed = true
-	return nil
+	return errors.Join(e.sandbox.Close(), os.RemoveAll(e.tempDir))
 }
 
 func (e *Env) isClosed() bool {

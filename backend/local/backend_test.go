@@ -10,20 +10,23 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/backendtest"
 	"github.com/airlock-dev/airlock/backend/local"
+	"github.com/airlock-dev/airlock/backend/sandbox"
 )
 
-func newEnv(t *testing.T) backend.Environment {
-	t.Helper()
-	env, err := local.New(local.Config{Workspace: t.TempDir()})
-	if err != nil {
-		t.Fatalf("local.New: %v", err)
+func newEnvMode(mode sandbox.Mode) backendtest.NewEnv {
+	return func(t *testing.T) backend.Environment {
+		t.Helper()
+		env, err := local.New(local.Config{Workspace: t.TempDir(), Sandbox: local.SandboxConfig{Mode: mode}})
+		if err != nil {
+			t.Fatalf("local.New: %v", err)
+		}
+		t.Cleanup(func() { _ = env.Close(context.Background()) })
+		return env
 	}
-	t.Cleanup(func() { _ = env.Close(context.Background()) })
-	return env
 }
 
 func TestConformance(t *testing.T) {
-	backendtest.Run(t, newEnv)
+	backendtest.Run(t, newEnvMode(sandbox.ModeOff))
 }
 
 // TestRefusesSystemWorkspace: a system directory, a home root or the host's root is no
@@ -59,3 +62,42 @@ func TestRefusesSystemWorkspace(t *testing.T) {
 		t.Errorf("a project directory was refused: %v", err)
 	}
 }
+
+// TestConformanceSandboxed runs the same suite with the kernel sandbox required.
+func TestConformanceSandboxed(t *testing.T) {
+	requireLandlock(t)
+	backendtest.Run(t, newEnvMode(sandbox.ModeLandlock))
+}
+
+func requireLandlock(t *testing.T) {
+	t.Helper()
+	if abi := sandbox.KernelABI(); abi < sandbox.RequiredABI {
+		t.Skipf("Landlock ABI %d, need %d", abi, sandbox.RequiredABI)
+	}
+}
+
+func BenchmarkExec(b *testing.B) {
+	for _, mode := range []sandbox.Mode{sandbox.ModeOff, sandbox.ModeLandlock} {
+		b.Run("sandbox="+string(mode), func(b *testing.B) {
+			if mode == sandbox.ModeLandlock && sandbox.KernelABI() < sandbox.RequiredABI {
+				b.Skip("no Landlock")
+			}
+			env, err := local.New(local.Config{Workspace: b.TempDir(), Sandbox: local.SandboxConfig{Mode: mode}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer env.Close(context.Background())
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				res, err := env.Exec(ctx, backend.Request{Argv: []string{"/bin/true"}})
+				if err != nil || res.ExitCode != 0 {
+					b.Fatalf("exec: %v %d", err, res.ExitCode)
+				}
+			}
+		})
+	}
+}
+
+// newEnv is the backend as configured by default (sandbox auto).
+func newEnv(t *testing.T) backend.Environment { return newEnvMode(sandbox.ModeAuto)(t) }

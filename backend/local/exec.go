@@ -40,24 +40,34 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 
 	stdout := backend.NewCappedBuffer(capBytes)
 	stderr := backend.NewCappedBuffer(capBytes)
-	out, err := procgroup.Run(ctx, procgroup.Spec{
+	spec := procgroup.Spec{
 		Path:      path,
 		Args:      argv,
 		Dir:       dir,
-		Env:       e.policy.Build(os.Environ(), req.Env),
+		Env:       withTempDir(e.policy.Build(os.Environ(), req.Env), e.tempDir),
 		Stdin:     req.Stdin,
 		Stdout:    tee(stdout, req.Stdout),
 		Stderr:    tee(stderr, req.Stderr),
 		Timeout:   timeout,
 		KillGrace: e.cfg.KillGrace,
-	})
-	if err != nil {
-		return backend.Result{ExitCode: procgroup.StartFailureCode(err), Stderr: []byte(err.Error() + "\n")}, nil
+	}
+	var out procgroup.Outcome
+	var runErr error
+	// The command is started from a thread that carries the sandbox; it inherits it.
+	if err := e.sandbox.Do(func() error {
+		out, runErr = procgroup.Run(ctx, spec)
+		return nil
+	}); err != nil {
+		return backend.Result{}, fmt.Errorf("local: %w", err)
+	}
+	if runErr != nil {
+		return backend.Result{ExitCode: procgroup.StartFailureCode(runErr), Stderr: []byte(runErr.Error() + "\n"), Notes: []string{e.sandboxNote}}, nil
 	}
 	res := backend.Captured(stdout, stderr)
 	res.ExitCode, res.Duration = out.ExitCode, out.Duration
 	res.TimedOut, res.Cancelled = out.TimedOut, out.Cancelled
 	res.Streamed = req.Stdout != nil || req.Stderr != nil
+	res.Notes = append(res.Notes, e.sandboxNote)
 	e.log.Debug("exec finished", "exit_code", res.ExitCode, "duration_ms", res.Duration.Milliseconds(),
 		"timed_out", res.TimedOut, "cancelled", res.Cancelled)
 	return res, nil
