@@ -52,6 +52,10 @@ type Request struct {
 	// Isolated is true when the backend is a container with no writable host mount and no
 	// network.
 	Isolated bool
+	// Enforced is true when something beyond the classifier holds the call to the roots:
+	// a container, a kernel sandbox, or a file tool's own path checks. Without it, allow_write
+	// does not apply and only safe commands run without a person.
+	Enforced bool
 	// OnWait is called just before the gate blocks on a person, so that the caller can
 	// write a receipt saying the call is waiting.
 	OnWait func()
@@ -222,10 +226,14 @@ func (g *Gate) decide(ctx context.Context, r Request, v shellrisk.Verdict, log h
 		return allow(CodeReadOnlyTool, "risk:safe", r.Tool+" only reads"), nil
 	case v.Risk == shellrisk.RiskSafe && v.Parsed:
 		return allow(CodeSafeCommand, "risk:safe", "read-only command"), nil
-	case v.Risk == shellrisk.RiskWrite && v.Parsed && g.cfg.AllowWrite:
+	case v.Risk == shellrisk.RiskWrite && v.Parsed && g.cfg.AllowWrite && r.Enforced:
 		return allow(CodeWriteAllowed, "allow_write", "writes in the workspace are allowed"), nil
-	case v.Risk == shellrisk.RiskIrreversible && v.OnlyWrites() && g.cfg.AllowWrite && g.cfg.AllowIrreversible:
+	case v.Risk == shellrisk.RiskIrreversible && v.OnlyWrites() && g.cfg.AllowWrite && g.cfg.AllowIrreversible && r.Enforced:
 		return allow(CodeIrreversibleOK, "allow_irreversible", "writes that lose work are allowed"), nil
+	case (v.Risk == shellrisk.RiskWrite || v.Risk == shellrisk.RiskIrreversible) && v.Parsed && g.cfg.AllowWrite:
+		// Without a container or kernel sandbox only a reading of the text stands between
+		// the command and the user's files: that is not enough to run it unasked.
+		log.Debug("allow_write not applied", "why", "the backend enforces nothing: only safe commands run unasked")
 	}
 	norm := shellrisk.Normalise(r.Command)
 	if g.cfg.SessionCache && g.cached(r.SessionID, norm) {

@@ -88,7 +88,9 @@ func TestGateModes(t *testing.T) {
 		{"auto refuses hard deny", auto, nil, Request{Command: "rm -rf /"}, false, CodeHardDeny, "hard_deny:recursive_delete_root"},
 		{"manual safe", manual(), nil, Request{Command: "ls"}, true, CodeSafeCommand, "risk:safe"},
 		{"manual write asks", manual(), nil, Request{Command: "touch x"}, false, CodeApprovalRequired, "mode:manual"},
-		{"manual allow_write", writeOK, nil, Request{Command: "touch x"}, true, CodeWriteAllowed, "allow_write"},
+		{"manual allow_write", writeOK, nil, Request{Command: "touch x", Enforced: true}, true, CodeWriteAllowed, "allow_write"},
+		{"allow_write needs enforcement", writeOK, nil, Request{Command: "touch x"}, false, CodeApprovalRequired, "mode:manual"},
+		{"unenforced still runs safe", writeOK, nil, Request{Command: "ls"}, true, CodeSafeCommand, "risk:safe"},
 		{"manual no approver", manual(), nil, Request{Command: "make"}, false, CodeApprovalRequired, "mode:manual"},
 		{"manual approver unavailable", manual(), &fakeApprover{err: ErrNoApprover}, Request{Command: "make"}, false, CodeApprovalRequired, "mode:manual"},
 		{"manual approver fails", manual(), &fakeApprover{err: errors.New("boom")}, Request{Command: "make"}, false, CodeApprovalRequired, "mode:manual"},
@@ -461,12 +463,17 @@ func TestGateIrreversible(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := g.Decide(context.Background(), Request{CallID: "c", SessionID: "s", Command: tc.command})
+			// On a backend that enforces the roots (the switches apply only there).
+			d, err := g.Decide(context.Background(), Request{CallID: "c", SessionID: "s", Command: tc.command, Enforced: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if d.Allow != tc.allow || d.Code != tc.code {
 				t.Fatalf("%q: allow %v code %s (%s), want allow %v code %s", tc.command, d.Allow, d.Code, d.Verdict.Risk, tc.allow, tc.code)
+			}
+			// Where nothing enforces them, only safe commands run unasked.
+			if d, _ := g.Decide(context.Background(), Request{CallID: "c2", SessionID: "s", Command: tc.command}); d.Allow {
+				t.Fatalf("%q ran unasked on an unenforced backend: %+v", tc.command, d)
 			}
 		})
 	}

@@ -40,7 +40,10 @@ func (s *Step) Approve(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 		SessionID: req.SessionID,
 		Kind:      d.Kind,
 		Isolated:  caps.FilesystemIsolation && caps.NetworkIsolation && !caps.WritableHostMounts,
-		OnWait:    req.OnWait,
+		// File tools hold themselves to the roots (by descriptor); a shell command is held
+		// only where the backend enforces them.
+		Enforced: req.Tool.Name != s.CommandTool || caps.Enforced(),
+		OnWait:   req.OnWait,
 	}
 	var dec Decision
 	var err error

@@ -30,8 +30,14 @@ func IsSecretName(name string) bool {
 // globs such as "LC_*"); variables a request sets explicitly pass unless their name is a
 // secret's. Secret-looking names never pass, whatever the allowlist says: a configuration that
 // lists "GITHUB_TOKEN" still does not forward it.
+//
+// Every environment also carries [GitOverrides] (except the keys in GitAllow), and a value
+// that carries credentials inside a URL is dropped like a secret's name.
 type EnvPolicy struct {
 	Passthrough []string
+	// GitAllow names git configuration keys the user lets repositories set (e.g.
+	// "core.pager"); the others are overridden.
+	GitAllow []string
 }
 
 // Allows reports whether a host variable of this name may pass.
@@ -57,15 +63,18 @@ func (p EnvPolicy) Build(host []string, extra map[string]string) []string {
 	vars := make(map[string]string, len(host)+len(extra))
 	for _, kv := range host {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || !p.Allows(name) {
+		if !ok || !p.Allows(name) || gitControlled(name) || HasURLCredentials(value) {
 			continue
 		}
 		vars[name] = value
 	}
 	for name, value := range extra {
-		if !ValidName(name) || IsSecretName(name) {
+		if !ValidName(name) || IsSecretName(name) || gitControlled(name) || HasURLCredentials(value) {
 			continue
 		}
+		vars[name] = value
+	}
+	for name, value := range gitEnv(p.GitAllow) {
 		vars[name] = value
 	}
 	out := make([]string, 0, len(vars))
@@ -74,6 +83,18 @@ func (p EnvPolicy) Build(host []string, extra map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// MatchesEverything reports whether an env_passthrough pattern would let every variable
+// through ("*", "?*", "**", "[!x]*"…): such an allowlist is no allowlist, and is refused.
+func MatchesEverything(pattern string) bool {
+	probes := []string{"A", "Z9", "_X", "PATH", "xq_unlikely_name_1", "a", "ZZ_TOP_42"}
+	for _, p := range probes {
+		if ok, err := path.Match(pattern, p); err != nil || !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidName reports whether name is a portable shell variable name.

@@ -1,7 +1,9 @@
 package configs
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,11 +55,21 @@ type Environment struct {
 	MaxOutputBytes int64            `toml:"max_output_bytes"`
 	EnvPassthrough []string         `toml:"env_passthrough"`
 	KillGrace      backend.Duration `toml:"kill_grace"`
+	Local          LocalEnv         `toml:"local"`
 	SSH            ssh.Config       `toml:"ssh"`
 	Docker         docker.Config    `toml:"docker"`
 }
 
-// Ledger says where receipts go.
+// LocalEnv is the [environment.local] table.
+type LocalEnv struct {
+	// Sandbox is the kernel sandbox for commands: "auto" (default: Landlock wherever the
+	// kernel has it), "landlock" (refuse to run without it) or "off".
+	Sandbox string `toml:"sandbox"`
+}
+
+// Ledger says where receipts go. An empty Path means the user's state directory (see
+// [Config.StateDir]), outside the workspace, so that nothing a command does to the
+// workspace can reach the receipts.
 type Ledger struct {
 	Path           string `toml:"path"`
 	StoreArguments bool   `toml:"store_arguments"`
@@ -85,10 +97,11 @@ func Default() Config {
 			MaxOutputBytes: backend.DefaultMaxOutputBytes,
 			EnvPassthrough: append([]string(nil), backend.DefaultPassthrough...),
 			KillGrace:      backend.Duration(time.Second),
+			Local:          LocalEnv{Sandbox: "auto"},
 			SSH:            ssh.DefaultConfig(),
 			Docker:         docker.DefaultConfig(),
 		},
-		Ledger:    Ledger{Path: ".airlock/receipts.jsonl"},
+		Ledger:    Ledger{},
 		Tools:     Tools{MaxOutputChars: 50000},
 		Approvals: defaultApprovals(),
 		Policy:    pathpolicy.DefaultConfig(),
@@ -246,6 +259,10 @@ func (c *Config) Validate() error {
 		vs = append(vs, schema.Violation{Path: "environment.timeout", Message: "must be greater than 0"})
 	}
 	for _, p := range c.Environment.EnvPassthrough {
+		if backend.MatchesEverything(p) {
+			vs = append(vs, schema.Violation{Path: "environment.env_passthrough",
+				Message: fmt.Sprintf("%q matches every variable name; list the names (or narrow globs such as \"LC_*\") that commands need", p)})
+		}
 		if backend.IsSecretName(strings.TrimRight(p, "*?")) && !strings.ContainsAny(p, "*?[") {
 			vs = append(vs, schema.Violation{Path: "environment.env_passthrough",
 				Message: fmt.Sprintf("%q looks like a secret and would never be passed; remove it", p)})
@@ -283,8 +300,38 @@ func (c *Config) Abs(p string) string {
 // WorkspaceDir is the local workspace's absolute path.
 func (c *Config) WorkspaceDir() string { return c.Abs(c.Environment.Workspace) }
 
+// LedgerPath is the ledger's absolute path: ledger.path, or receipts.jsonl in StateDir.
+func (c *Config) LedgerPath() string {
+	if c.Ledger.Path == "" {
+		return filepath.Join(c.StateDir(), "receipts.jsonl")
+	}
+	return c.Abs(c.Ledger.Path)
+}
+
 // SessionsDir is where named sessions keep their state: beside the ledger.
 func (c *Config) SessionsDir() string { return filepath.Join(filepath.Dir(c.LedgerPath()), "sessions") }
 
-// LedgerPath is the ledger's absolute path.
-func (c *Config) LedgerPath() string { return c.Abs(c.Ledger.Path) }
+// StateDir is the workspace's directory in the user's state directory:
+// $XDG_STATE_HOME/airlock/<key>, or ~/.local/state/airlock/<key>, where key is the
+// workspace's base name and a hash of its resolved path. It lies outside the workspace, so a
+// clean-up of the workspace cannot reach it, and the sandbox never grants it.
+func (c *Config) StateDir() string {
+	return StateDirFor(os.Getenv("XDG_STATE_HOME"), c.WorkspaceDir())
+}
+
+// StateDirFor is StateDir for a given $XDG_STATE_HOME (empty: ~/.local/state) and workspace.
+func StateDirFor(stateHome, workspace string) string {
+	if stateHome == "" || !filepath.IsAbs(stateHome) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = os.TempDir()
+		}
+		stateHome = filepath.Join(home, ".local", "state")
+	}
+	ws := filepath.Clean(workspace)
+	if r, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = r
+	}
+	sum := sha256.Sum256([]byte(ws))
+	return filepath.Join(stateHome, "airlock", filepath.Base(ws)+"-"+hex.EncodeToString(sum[:6]))
+}

@@ -114,7 +114,32 @@ func TestLoadDefaultsWithoutFile(t *testing.T) {
 	if cfg.Environment.Type != "local" || cfg.WorkspaceDir() != filepath.Join(dir, ".") && cfg.WorkspaceDir() != dir {
 		t.Errorf("defaults: %+v", cfg.Environment)
 	}
-	if cfg.LedgerPath() != filepath.Join(dir, ".airlock/receipts.jsonl") {
-		t.Errorf("ledger: %q", cfg.LedgerPath())
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	// The default ledger and sessions live outside the workspace, keyed by it.
+	if l := cfg.LedgerPath(); !strings.HasPrefix(l, filepath.Join(state, "airlock")+"/") || strings.HasPrefix(l, dir) || filepath.Base(l) != "receipts.jsonl" {
+		t.Errorf("ledger: %q", l)
+	}
+	if filepath.Dir(cfg.SessionsDir()) != filepath.Dir(cfg.LedgerPath()) {
+		t.Errorf("sessions: %q", cfg.SessionsDir())
+	}
+	other := StateDirFor(state, t.TempDir())
+	if other == cfg.StateDir() {
+		t.Errorf("two workspaces share a state dir: %q", other)
+	}
+}
+
+func TestEnvPassthroughWildcardRefused(t *testing.T) {
+	for _, p := range []string{"*", "?*", "**"} {
+		_, err := Parse([]byte("[environment]\nenv_passthrough = [\"PATH\", \""+p+"\"]\n"), t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), "environment.env_passthrough") || !strings.Contains(err.Error(), "matches every variable") {
+			t.Errorf("%q: %v", p, err)
+		}
+	}
+	if _, err := Parse([]byte("[environment]\nenv_passthrough = [\"LC_*\"]\n[environment.local]\nsandbox = \"landlock\"\n"), t.TempDir()); err != nil {
+		t.Errorf("narrow glob: %v", err)
+	}
+	if _, err := Parse([]byte("[environment.local]\nsandbox = \"maybe\"\n"), t.TempDir()); err == nil || !strings.Contains(err.Error(), "sandbox") {
+		t.Errorf("bad sandbox mode: %v", err)
 	}
 }

@@ -43,7 +43,8 @@ var backendFactories = map[string]backendFactory{
 				MaxOutputBytes: e.MaxOutputBytes,
 				EnvPassthrough: e.EnvPassthrough,
 				KillGrace:      e.KillGrace.D(),
-			}, local.WithLogger(log))
+				Sandbox:        localSandbox(cfg),
+			}, append(localOptions(), local.WithLogger(log))...)
 		},
 		mounts: func(*configs.Config) ([]mount, bool) { return nil, true },
 	},

@@ -135,8 +135,10 @@ func (s *searcher) search(ctx context.Context, inv *tool.Invocation) (*tool.Outp
 	}
 	// rg exits 2 on an error; find only says that some grep failed, so for grep an error
 	// shows as text on stderr with nothing found.
-	complaint := firstLine(res.Stderr)
-	if len(d.Matches) == 0 && (d.Engine == "rg" && res.ExitCode == 2 || d.Engine != "rg" && complaint != "") {
+	// A file the kernel sandbox keeps out is unreadable, not a failed search; a complaint
+	// naming a hidden file is left out so that it cannot leak the name.
+	complaint, denied := s.complaint(inv.Env, res.Stderr)
+	if len(d.Matches) == 0 && !denied && (d.Engine == "rg" && res.ExitCode == 2 || d.Engine != "rg" && complaint != "") {
 		return failed(CodeBadPattern, fmt.Sprintf("search failed: %s; check the pattern (a regular expression) and the glob", complaint), true, d), nil
 	}
 	out := &tool.Output{Content: renderMatches(d), Data: d, Truncated: d.Truncated}
@@ -273,10 +275,28 @@ func renderMatches(d searchData) string {
 	return b.String()
 }
 
-func firstLine(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
+// complaint returns the first stderr line worth showing, and whether every line was a
+// permission refusal (what the kernel sandbox says for a protected file).
+func (s *searcher) complaint(env backend.Environment, stderr []byte) (string, bool) {
+	first, onlyDenied := "", true
+	for _, line := range strings.Split(strings.TrimSpace(string(stderr)), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		isDenied := strings.Contains(line, "Permission denied")
+		onlyDenied = onlyDenied && isDenied
+		// "PATH: Permission denied (os error 13)" (rg), "grep: PATH: Permission denied"
+		rest := line
+		for _, prefix := range []string{"rg: ", "grep: ", "find: "} {
+			rest = strings.TrimPrefix(rest, prefix)
+		}
+		if p, _, cut := strings.Cut(strings.Trim(rest, "'‘’"), ": "); cut && s.hidden(env, strings.Trim(p, "'‘’")) {
+			continue
+		}
+		if first == "" {
+			first = line
+		}
 	}
-	return s
+	return first, onlyDenied && len(bytes.TrimSpace(stderr)) > 0
 }

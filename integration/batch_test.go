@@ -125,7 +125,7 @@ func TestBatchSIGINT(t *testing.T) {
 			t.Errorf("%s exists: a cancelled call ran", f)
 		}
 	}
-	if out, _, code := run(t, dir, "", nil, "receipts", "verify", filepath.Join(dir, ".airlock/receipts.jsonl")); code != 0 {
+	if out, _, code := run(t, dir, "", nil, "receipts", "verify", ledgerPath(dir)); code != 0 {
 		t.Errorf("ledger: %s", out)
 	}
 }

@@ -102,7 +102,7 @@ func TestReceiptsVerifyCLI(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	call(t, dir, `[{"name":"terminal","arguments":{"command":"true"}},{"name":"nope"},{"name":"terminal","arguments":{}}]`)
-	ledger := filepath.Join(dir, ".airlock", "receipts.jsonl")
+	ledger := ledgerPath(dir)
 	out, _, code := run(t, dir, "", nil, "receipts", "verify", ledger)
 	if code != 0 || !strings.Contains(out, "chain intact") {
 		t.Fatalf("verify: %d %q", code, out)

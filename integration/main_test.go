@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/airlock-dev/airlock/configs"
 )
 
 // airlockBin is the binary under test, built by TestMain.
@@ -20,6 +22,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	airlockBin = filepath.Join(dir, "airlock")
+	// The default ledger and sessions live in the user's state directory: the tests' own.
+	if err := os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	build := exec.Command("go", "build", "-o", airlockBin, "github.com/airlock-dev/airlock/cmd/airlock")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -89,6 +96,11 @@ func call(t *testing.T, dir, stdin string, args ...string) []result {
 		t.Fatalf("decode results: %v\n%s", err, out)
 	}
 	return rs
+}
+
+// ledgerPath is where a run in workspace dir keeps its receipts by default.
+func ledgerPath(dir string) string {
+	return filepath.Join(configs.StateDirFor(os.Getenv("XDG_STATE_HOME"), dir), "receipts.jsonl")
 }
 
 // writeConfig writes airlock.toml into dir.
