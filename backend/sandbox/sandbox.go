@@ -135,20 +135,21 @@ func buildRuleset(grants []grant, n Network) (int, error) {
 		cfg.HandledAccessNet = 0
 	}
 	var rules []landlock.Rule
+	// A path that vanished since the plan was made is left out: not granting is safe.
 	for _, g := range grants {
 		switch {
 		case g.ListOnly:
-			rules = append(rules, landlock.PathAccess(ll.AccessFSReadDir, g.Path))
+			rules = append(rules, landlock.PathAccess(ll.AccessFSReadDir, g.Path).IgnoreIfMissing())
 		case g.Dir && g.Write:
-			rules = append(rules, landlock.RWDirs(g.Path).WithRefer())
+			rules = append(rules, landlock.RWDirs(g.Path).WithRefer().IgnoreIfMissing())
 		case g.Dir:
-			rules = append(rules, landlock.RODirs(g.Path))
+			rules = append(rules, landlock.RODirs(g.Path).IgnoreIfMissing())
 		case g.Write && strings.HasPrefix(g.Path, "/dev/"):
-			rules = append(rules, landlock.RWFiles(g.Path).WithIoctlDev())
+			rules = append(rules, landlock.RWFiles(g.Path).WithIoctlDev().IgnoreIfMissing())
 		case g.Write:
-			rules = append(rules, landlock.RWFiles(g.Path))
+			rules = append(rules, landlock.RWFiles(g.Path).IgnoreIfMissing())
 		default:
-			rules = append(rules, landlock.ROFiles(g.Path))
+			rules = append(rules, landlock.ROFiles(g.Path).IgnoreIfMissing())
 		}
 	}
 	if !n.Unrestricted {
