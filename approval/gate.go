@@ -195,6 +195,9 @@ func (g *Gate) Decide(ctx context.Context, r Request) (Decision, error) {
 // commands (a file write is shellrisk.RiskWrite without any parsing). r.Command then describes the call
 // for the guard model and the person asked.
 func (g *Gate) DecideVerdict(ctx context.Context, r Request, v shellrisk.Verdict) (Decision, error) {
+	// A tool that is not a shell command holds itself to the roots (the path policy checks
+	// every path it names, and it opens them by descriptor).
+	r.Enforced = true
 	log := g.log.With("call_id", r.CallID, "session_id", r.SessionID)
 	d, err := g.decide(ctx, r, v, log)
 	d.Verdict = v
