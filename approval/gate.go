@@ -218,6 +218,10 @@ func (g *Gate) decide(ctx context.Context, r Request, v shellrisk.Verdict, log h
 		return deny(CodeHardDeny, "hard_deny:"+reason.Code,
 			fmt.Sprintf("refused in every mode: %s in %q", reason.Code, reason.Segment)), nil
 	}
+	if reason, ok := v.HostHardDenyReason(); ok && !r.Isolated {
+		return deny(CodeHardDeny, "hard_deny:"+reason.Code,
+			fmt.Sprintf("refused in every mode on a machine that is not isolated: %s in %q", reason.Code, reason.Segment)), nil
+	}
 	if g.cfg.Mode == ModeAuto {
 		return allow(CodeAutoApproved, "mode:auto", "auto mode runs everything but the hard-deny list"), nil
 	}

@@ -502,3 +502,32 @@ func TestGateFileToolCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestGateHostHardDeny checks that what is refused on hosts (reboot, raw disk reads) is
+// refused in every mode on a backend that is not isolated, and only asks elsewhere.
+func TestGateHostHardDeny(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	cfg.Mode = ModeAuto
+	cfg.DockerAutoApprove = false
+	g, err := NewGate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"reboot", "dd if=/dev/sda of=x.img"} {
+		d, err := g.Decide(context.Background(), Request{CallID: "c", SessionID: "s", Command: cmd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allow || d.Code != CodeHardDeny {
+			t.Errorf("%q on a host: allow %v code %s, want hard_deny", cmd, d.Allow, d.Code)
+		}
+		d, err = g.Decide(context.Background(), Request{CallID: "c", SessionID: "s", Command: cmd, Isolated: true, Kind: "docker"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Allow || d.Code != CodeAutoApproved {
+			t.Errorf("%q in a container in auto mode: allow %v code %s, want auto_approved", cmd, d.Allow, d.Code)
+		}
+	}
+}

@@ -138,6 +138,7 @@ func (w *walker) lookup(name arg, seg string) (*program, bool) {
 		dir, base := path.Dir(clean), path.Base(clean)
 		if !w.rules.binDirs[dir] || name.tilde {
 			w.add(codeRunsScript, seg)
+			w.runsFetched(name, seg)
 			if p, ok := w.find(base); ok {
 				return p, true
 			}
@@ -159,6 +160,14 @@ func (w *walker) find(name string) (*program, bool) {
 		}
 	}
 	return nil, false
+}
+
+// runsFetched judges running a file: one this command downloaded is run as code from the
+// network, as curl … | sh is.
+func (w *walker) runsFetched(a arg, seg string) {
+	if w.fetchedAny || (!a.dynamic && w.fetched[w.classifyPath(a).clean]) {
+		w.add(codeDownloadAndRun, seg)
+	}
 }
 
 // metadataScan flags a cloud metadata address anywhere in the arguments of a program that
@@ -215,6 +224,15 @@ func (w *walker) programHere(p *program, args []arg, in stdin, seg string, moved
 	}
 	w.add(reason, seg)
 	w.workdirEffect(reason, moved, seg)
+	saved, before := w.fetching, len(w.fetched)
+	w.fetching, w.fetchWrote = w.rules.reasons[reason].risk == RiskNetwork, false
+	defer func() {
+		if w.fetching && w.fetchWrote && len(w.fetched) == before {
+			// curl -O URL: saved under a name only the server knows.
+			w.fetchedAny = true
+		}
+		w.fetching = saved
+	}()
 	w.flagReasons(p, s.flags, seg)
 	w.valueReasons(p, s, seg)
 	w.operandReasons(p, args, s, seg)

@@ -9,7 +9,7 @@ var codesUsedByGo = []string{
 	codeDeviceWrite, codeCredentialAccess, codeMetadataAccess, codeForkBomb, codeRedirectWrite,
 	codeEnvHijack, codeTooComplex, codeExfiltration, codeHostMount, codeInteractive,
 	codeRecursiveModifySystem, codeRawSocket, codeSymlinkOutside, codeAirlockState, codeVCSConfigWrite,
-	codeWritesFiles, codeInternalError, codeSignalsOther, codeDeletesFiles, codeIrreversibleLoss,
+	codeWritesFiles, codeInternalError, codeSignalsOther, codeDeletesFiles, codeIrreversibleLoss, codeDeviceRead, codeDownloadAndRun,
 }
 
 const (
@@ -46,4 +46,6 @@ const (
 	codeSignalsOther             = "signals_other_process"
 	codeDeletesFiles             = "deletes_files"
 	codeIrreversibleLoss         = "irreversible_loss"
+	codeDeviceRead               = "device_read"
+	codeDownloadAndRun           = "download_and_run"
 )

@@ -459,7 +459,16 @@ func (w *walker) pathEffect(a arg, mode string, recursive bool, seg string) {
 		if info.secret || info.envFile || recursive && w.treeMayHoldSecrets(info) {
 			w.add(codeCredentialAccess, seg)
 		}
+		if info.class == pathDevice {
+			w.add(codeDeviceRead, seg)
+		}
 	case pathsWrite:
+		if w.fetching {
+			if w.fetched == nil {
+				w.fetched = map[string]bool{}
+			}
+			w.fetched[info.clean] = true
+		}
 		if info.class == pathWorkspace || info.class == pathWorkspaceRoot || info.class == pathScratch {
 			// A program that reads by default still writes here (uniq IN OUT, sort -o).
 			w.add(codeWritesFiles, seg)

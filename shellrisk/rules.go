@@ -41,10 +41,13 @@ type RulesConfig struct {
 
 // ReasonRule gives one reason code its risk.
 type ReasonRule struct {
-	Risk     string   `toml:"risk" json:"risk,omitempty"`
-	HardDeny bool     `toml:"hard_deny" json:"hard_deny,omitempty"`
-	Doc      string   `toml:"doc" json:"doc,omitempty"`
-	Programs []string `toml:"programs" json:"programs,omitempty"`
+	Risk     string `toml:"risk" json:"risk,omitempty"`
+	HardDeny bool   `toml:"hard_deny" json:"hard_deny,omitempty"`
+	// HostHardDeny refuses the reason in every mode on a backend that is not isolated (the
+	// local machine, an SSH host), where it would act on a real machine.
+	HostHardDeny bool     `toml:"host_hard_deny" json:"host_hard_deny,omitempty"`
+	Doc          string   `toml:"doc" json:"doc,omitempty"`
+	Programs     []string `toml:"programs" json:"programs,omitempty"`
 }
 
 // ProgramRule describes how one program (or one subcommand of it) is judged. The field
@@ -123,6 +126,16 @@ type LanguageRule struct {
 	// Scanner names a parser in Go that reads the code for what patterns cannot see:
 	// "sed" (e, w, r commands) or "awk" (print > file, print | cmd).
 	Scanner string `toml:"scanner" json:"scanner,omitempty"`
+	// Runs are calls whose first argument is a shell command, or an argument list, that
+	// the code runs ("os.system(", "subprocess.run(", "`"); the command is judged.
+	Runs []string `toml:"runs" json:"runs,omitempty"`
+	// Deletes are calls whose first argument is a path the code deletes: call → "file" or
+	// "recursive" ("shutil.rmtree(" = "recursive").
+	Deletes map[string]string `toml:"deletes" json:"deletes,omitempty"`
+	// NetCalls open connections; SecretReads read the environment or a secret file. Code
+	// with both sends secrets out: exfiltration.
+	NetCalls    []string `toml:"net_calls" json:"net_calls,omitempty"`
+	SecretReads []string `toml:"secret_reads" json:"secret_reads,omitempty"`
 }
 
 // Scanners for [LanguageRule.Scanner].
@@ -215,6 +228,7 @@ func (rc *RulesConfig) merge(extra RulesConfig) {
 			base.Risk = r.Risk
 		}
 		base.HardDeny = base.HardDeny || r.HardDeny
+		base.HostHardDeny = base.HostHardDeny || r.HostHardDeny
 		if r.Doc != "" {
 			base.Doc = r.Doc
 		}
@@ -251,8 +265,9 @@ func (rc *RulesConfig) merge(extra RulesConfig) {
 
 // reasonInfo is a compiled [ReasonRule].
 type reasonInfo struct {
-	risk     Risk
-	hardDeny bool
+	risk         Risk
+	hardDeny     bool
+	hostHardDeny bool
 }
 
 // program is a compiled [ProgramRule]: sets instead of lists, and the reason resolved.
@@ -358,7 +373,10 @@ func compile(rc RulesConfig) (*ruleSet, error) {
 			// Refused in every mode is the most a reason can say.
 			risk = RiskDangerous
 		}
-		rs.reasons[code] = reasonInfo{risk: risk, hardDeny: r.HardDeny}
+		if r.HostHardDeny {
+			risk = RiskDangerous
+		}
+		rs.reasons[code] = reasonInfo{risk: risk, hardDeny: r.HardDeny, hostHardDeny: r.HostHardDeny}
 		for _, p := range r.Programs {
 			if prev, dup := owner[p]; dup {
 				return nil, fmt.Errorf("rules: program %q is listed under both reasons.%s and reasons.%s", p, prev, code)

@@ -80,6 +80,9 @@ type Reason struct {
 	Segment  string `json:"segment"`
 	Risk     Risk   `json:"risk"`
 	HardDeny bool   `json:"hard_deny,omitempty"`
+	// HostHardDeny is true when the reason is refused in every mode on a backend that is
+	// not isolated (reboot, raw disk reads): it would act on a real machine.
+	HostHardDeny bool `json:"host_hard_deny,omitempty"`
 }
 
 // Verdict is the classifier's answer for one command.
@@ -135,6 +138,16 @@ func (v Verdict) Codes() []string {
 		}
 	}
 	return out
+}
+
+// HostHardDenyReason returns the first reason refused on hosts, if any.
+func (v Verdict) HostHardDenyReason() (Reason, bool) {
+	for _, r := range v.Reasons {
+		if r.HostHardDeny {
+			return r, true
+		}
+	}
+	return Reason{}, false
 }
 
 // HardDenyReason returns the first hard-deny reason, if any.

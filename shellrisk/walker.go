@@ -44,6 +44,13 @@ type walker struct {
 	// unquoted values into fields.
 	splitting bool
 	seen      map[string]bool
+	// fetching is set while the operands of a network program are judged: what it writes
+	// is a download. fetched are the paths downloaded so far in the command, fetchedAny
+	// is set when one was saved under a name only the server knows (curl -O).
+	fetching   bool
+	fetchWrote bool
+	fetched    map[string]bool
+	fetchedAny bool
 }
 
 // add records a reason, once per code and segment.
@@ -66,7 +73,10 @@ func (w *walker) add(code, seg string) {
 		return
 	}
 	w.seen[key] = true
-	w.v.Reasons = append(w.v.Reasons, Reason{Code: code, Segment: seg, Risk: info.risk, HardDeny: info.hardDeny})
+	if code == codeWritesFiles && w.fetching {
+		w.fetchWrote = true
+	}
+	w.v.Reasons = append(w.v.Reasons, Reason{Code: code, Segment: seg, Risk: info.risk, HardDeny: info.hardDeny, HostHardDeny: info.hostHardDeny})
 	if info.risk > w.v.Risk {
 		w.v.Risk = info.risk
 	}

@@ -142,6 +142,7 @@ func (w *walker) judgeCode(lang string, code arg, in stdin, seg string, shared b
 	case scannerAwk:
 		w.awkProgram(code.text, seg)
 	}
+	w.inlineCode(l, code.text, seg)
 	sep := " "
 	if l.StripSpaces {
 		// system ("…") is system("…") to awk.
@@ -201,6 +202,7 @@ func (w *walker) codeRunner(p *program, s scanned, in stdin, seg string) {
 			w.add(codePipeToShell, seg)
 		} else {
 			w.add(codeRunsScript, seg)
+			w.runsFetched(ops[0], seg)
 		}
 		return
 	}
