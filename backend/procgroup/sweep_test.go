@@ -3,7 +3,9 @@ package procgroup
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,5 +45,35 @@ func TestSweepKillsWhatEscapedTheGroup(t *testing.T) {
 	wg.Wait()
 	if got, _ := os.ReadFile(filepath.Join(dir, "long")); string(got) != "survived\n" || long.ExitCode != 0 {
 		t.Errorf("the concurrent command was harmed by the sweep: %+v %q", long, got)
+	}
+}
+
+// TestChildrenListsOurs: the children files name exactly the processes whose parent we are,
+// as a scan of every process's stat does.
+func TestChildrenListsOurs(t *testing.T) {
+	var cmds []*exec.Cmd
+	for range 3 {
+		c := exec.Command("sleep", "30")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, c)
+	}
+	t.Cleanup(func() {
+		for _, c := range cmds {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	})
+	got, want := children(), scanChildren(os.Getpid())
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("children() = %v, scan = %v", got, want)
+	}
+	for _, c := range cmds {
+		if !slices.Contains(got, c.Process.Pid) {
+			t.Errorf("child %d not listed in %v", c.Process.Pid, got)
+		}
 	}
 }
