@@ -531,3 +531,17 @@ func unavailable(l *link, err error) error {
 	}
 	return fmt.Errorf("%w: %w", backend.ErrUnavailable, err)
 }
+
+// RoundTrip sends one keepalive@openssh.com request on the live connection and waits for its
+// answer: the cost of a message to the host and back, with nothing run. `airlock bench`
+// adds it to a local fork/exec to say what a command on the host costs at least.
+func (e *Env) RoundTrip(ctx context.Context) error {
+	l, _, err := e.current(ctx)
+	if err != nil {
+		return err
+	}
+	if _, _, err := l.client.SendRequest("keepalive@openssh.com", true, nil); err != nil {
+		return fmt.Errorf("ssh: round trip: %w", err)
+	}
+	return nil
+}

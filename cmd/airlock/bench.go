@@ -61,6 +61,19 @@ type benchResult struct {
 	P50     float64 `json:"p50_ms"`
 	P90     float64 `json:"p90_ms"`
 	P99     float64 `json:"p99_ms"`
+	// Raw is what the same work costs without Airlock, timed in the same run, interleaved
+	// with the commands above: a fork/exec of sh -c true here, plus for SSH a round trip to
+	// the host on the same connection. RawP50 etc. are its percentiles; Ratio is P50/RawP50.
+	Raw    string  `json:"raw,omitempty"`
+	RawP50 float64 `json:"raw_p50_ms,omitempty"`
+	RawP90 float64 `json:"raw_p90_ms,omitempty"`
+	RawP99 float64 `json:"raw_p99_ms,omitempty"`
+	Ratio  float64 `json:"ratio_p50,omitempty"`
+	// Idle is how many idle processes the run started on this host first (--idle).
+	Idle int `json:"idle,omitempty"`
+	// Notes are the environment's own (Describe): above all, why it fell back from a faster
+	// mode.
+	Notes []string `json:"notes,omitempty"`
 }
 
 func runBench(args []string, s stdio) int {
@@ -70,6 +83,7 @@ func runBench(args []string, s stdio) int {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	mode := fs.String("mode", "", "how the backend starts commands, for backends with modes (docker: agent|exec; ssh: agent|session)")
 	configFile := fs.String("config", "", "config file (default: airlock.toml if present, else defaults)")
+	idle := fs.Int("idle", 0, "start this many idle processes on this host first (killed after), as on a busy machine")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -93,6 +107,13 @@ func runBench(args []string, s stdio) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// Before the environment is opened: the local backend makes this process a subreaper,
+	// which would adopt the idle processes.
+	stopIdle, err := startIdle(*idle)
+	if err != nil {
+		return fail(s, err)
+	}
+	defer stopIdle()
 	env, err := engine.OpenEnvironment(ctx, cfg, "", hclog.NewNullLogger())
 	if err != nil {
 		return fail(s, err)
@@ -107,11 +128,16 @@ func runBench(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "airlock bench: asked for mode %q, running in %q: %s\n", *mode, d.Mode, strings.Join(d.Notes, "; "))
 	}
 
-	req := backend.Request{Argv: []string{"true"}}
+	// The command a terminal call runs, through the environment's shell; the raw figure is
+	// the same shell command without Airlock.
+	req := backend.Request{Command: "true"}
 	if _, err := env.Exec(ctx, req); err != nil { // warm-up: first-use costs are not the round trip
 		return fail(s, err)
 	}
+	rt, _ := env.(roundTripper)
+	raw := d.Kind == "local" || rt != nil
 	times := make([]float64, 0, *n)
+	var rawTimes []float64
 	for range *n {
 		start := time.Now()
 		res, err := env.Exec(ctx, req)
@@ -121,19 +147,58 @@ func runBench(args []string, s stdio) int {
 		if res.ExitCode != 0 {
 			return fail(s, fmt.Errorf("true exited %d: %s", res.ExitCode, res.Stderr))
 		}
-		times = append(times, float64(time.Since(start).Microseconds())/1000)
+		times = append(times, ms(time.Since(start)))
+		if !raw {
+			continue
+		}
+		// Interleaved, so that whatever else the machine does weighs on both alike.
+		took, err := rawForkExec()
+		if err != nil {
+			return fail(s, fmt.Errorf("raw fork/exec: %w", err))
+		}
+		if rt != nil {
+			start := time.Now()
+			if err := rt.RoundTrip(ctx); err != nil {
+				return fail(s, err)
+			}
+			took += time.Since(start)
+		}
+		rawTimes = append(rawTimes, ms(took))
 	}
 	sort.Float64s(times)
-	r := benchResult{Backend: d.Kind, Mode: d.Mode, N: *n,
+	r := benchResult{Backend: d.Kind, Mode: d.Mode, N: *n, Idle: *idle, Notes: d.Notes,
 		P50: percentile(times, 50), P90: percentile(times, 90), P99: percentile(times, 99)}
+	if raw {
+		sort.Float64s(rawTimes)
+		r.Raw = "fork/exec of sh -c true"
+		if rt != nil {
+			r.Raw += " + a round trip to the host"
+		}
+		r.RawP50, r.RawP90, r.RawP99 = percentile(rawTimes, 50), percentile(rawTimes, 90), percentile(rawTimes, 99)
+		if r.RawP50 > 0 {
+			r.Ratio = math.Round(r.P50/r.RawP50*100) / 100
+		}
+	}
 	if *asJSON {
 		out, _ := json.Marshal(r)
 		fmt.Fprintln(s.out, string(out))
 		return 0
 	}
-	fmt.Fprintf(s.out, "%s (%s), %d runs of true: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms\n", r.Backend, r.Mode, r.N, r.P50, r.P90, r.P99)
+	idleNote := ""
+	if r.Idle > 0 {
+		idleNote = fmt.Sprintf(", %d idle processes on the host", r.Idle)
+	}
+	fmt.Fprintf(s.out, "%s (%s), %d runs of sh -c true%s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms\n", r.Backend, r.Mode, r.N, idleNote, r.P50, r.P90, r.P99)
+	if raw {
+		fmt.Fprintf(s.out, "  without Airlock, same run (%s): p50 %.2f ms, p90 %.2f ms, p99 %.2f ms; ratio at p50 %.2f\n", r.Raw, r.RawP50, r.RawP90, r.RawP99, r.Ratio)
+	}
+	for _, note := range r.Notes {
+		fmt.Fprintf(s.out, "  note: %s\n", note)
+	}
 	return 0
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // percentile of sorted values, nearest rank.
 func percentile(sorted []float64, p float64) float64 {
