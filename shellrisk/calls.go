@@ -241,6 +241,22 @@ func (w *walker) programHere(p *program, args []arg, in stdin, seg string, moved
 		w.metadataScan(args, seg)
 	}
 	w.valuePaths(p, s, seg)
+	if in.secret {
+		// What reads a secret from its input passes it on.
+		w.leakIn()
+	}
+	if p.dumpsEnv && len(s.operands) == 0 || p.archives && w.readsTree(p, s) {
+		w.leakIn()
+	}
+	if w.rules.reasons[reason].risk == RiskNetwork || p.sends || p.pushes {
+		w.sendEffects(p, s, in, seg)
+	}
+	if p.definesRemote && len(s.operands) >= 2 && !s.operands[0].dynamic {
+		if w.remotes == nil {
+			w.remotes = map[string]bool{}
+		}
+		w.remotes[s.operands[0].text] = true
+	}
 	switch {
 	case p.wrapper != "":
 		w.wrapper(p, s, in, seg)
@@ -288,6 +304,17 @@ func (w *walker) workdirEffect(reason string, moved bool, seg string) {
 	default:
 		w.add(codeSystemFileWrite, seg)
 	}
+}
+
+// readsTree reports whether an archiver's operands include a tree that may hold secrets
+// (tar c ., zip -r - ..).
+func (w *walker) readsTree(p *program, s scanned) bool {
+	for _, a := range s.operands {
+		if w.treeMayHoldSecrets(w.classifyPath(a)) {
+			return true
+		}
+	}
+	return false
 }
 
 // queryOnly reports whether a call only prints information: a query flag (crontab -l,

@@ -9,7 +9,7 @@ var codesUsedByGo = []string{
 	codeDeviceWrite, codeCredentialAccess, codeMetadataAccess, codeForkBomb, codeRedirectWrite,
 	codeEnvHijack, codeTooComplex, codeExfiltration, codeHostMount, codeInteractive,
 	codeRecursiveModifySystem, codeRawSocket, codeSymlinkOutside, codeAirlockState, codeVCSConfigWrite,
-	codeWritesFiles, codeInternalError, codeSignalsOther, codeDeletesFiles, codeIrreversibleLoss, codeDeviceRead, codeDownloadAndRun,
+	codeWritesFiles, codeInternalError, codeSignalsOther, codeDeletesFiles, codeIrreversibleLoss, codeDeviceRead, codeDownloadAndRun, codeHostNotAllowed,
 }
 
 const (
@@ -48,4 +48,5 @@ const (
 	codeIrreversibleLoss         = "irreversible_loss"
 	codeDeviceRead               = "device_read"
 	codeDownloadAndRun           = "download_and_run"
+	codeHostNotAllowed           = "host_not_allowed"
 )

@@ -87,6 +87,19 @@ type ProgramRule struct {
 	WLongOptions bool                   `toml:"w_long_options" json:"w_long_options,omitempty"`
 	Signals      string                 `toml:"signals" json:"signals,omitempty"`
 	WorkdirFlags []string               `toml:"workdir_flags" json:"workdir_flags,omitempty"`
+	// DumpsEnv: with no operands the program prints the environment (env, printenv).
+	DumpsEnv bool `toml:"dumps_env" json:"dumps_env,omitempty"`
+	// Archives: the program reads its operands whole (tar, zip); a tree among them leaks.
+	Archives bool `toml:"archives" json:"archives,omitempty"`
+	// Sends: the operands but the last are sent to the last when it is remote (scp,
+	// rsync, aws s3 cp).
+	Sends bool `toml:"sends" json:"sends,omitempty"`
+	// UploadFlags take a file the program sends whole (curl -T, wget --post-file).
+	UploadFlags []string `toml:"upload_flags" json:"upload_flags,omitempty"`
+	// DefinesRemote: the first operand becomes a name for the second (git remote add).
+	DefinesRemote bool `toml:"defines_remote" json:"defines_remote,omitempty"`
+	// Pushes: the first operand is where the program sends the repository (git push).
+	Pushes bool `toml:"pushes" json:"pushes,omitempty"`
 	// DefaultOperand is the operand a program acts on when given none (grep -r: ".").
 	DefaultOperand string `toml:"default_operand" json:"default_operand,omitempty"`
 }
@@ -313,6 +326,12 @@ type program struct {
 	workdirFlags map[string]bool
 	// defaultOperand is what the program acts on without operands (grep -r, rg: ".").
 	defaultOperand string
+	dumpsEnv       bool
+	archives       bool
+	sends          bool
+	uploadFlags    map[string]bool
+	definesRemote  bool
+	pushes         bool
 }
 
 // ruleSet is the compiled form of a [RulesConfig].
@@ -480,6 +499,12 @@ func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error
 		signals:        pr.Signals,
 		workdirFlags:   set(pr.WorkdirFlags),
 		defaultOperand: pr.DefaultOperand,
+		dumpsEnv:       pr.DumpsEnv,
+		archives:       pr.Archives,
+		sends:          pr.Sends,
+		uploadFlags:    set(pr.UploadFlags),
+		definesRemote:  pr.DefinesRemote,
+		pushes:         pr.Pushes,
 	}
 	if pr.Signals != "" && pr.Signals != signalsPids && pr.Signals != signalsNames {
 		return nil, fmt.Errorf("rules: %s.signals: unknown kind %q", field, pr.Signals)

@@ -88,8 +88,12 @@ func (w *walker) command(cmd syntax.Command, in stdin) {
 		case syntax.Pipe, syntax.PipeAll:
 			// Each part of a pipeline runs in a subshell; with lastpipe the last may not.
 			w.spread++
+			saved := w.leak
+			w.leak = in.secret
 			w.isolated(func() { w.stmt(c.X, in) })
-			w.branches(true, func() { w.stmt(c.Y, stdin{kind: inPipe}) })
+			leaked := w.leak
+			w.leak = saved || leaked
+			w.branches(true, func() { w.stmt(c.Y, stdin{kind: inPipe, secret: leaked}) })
 			w.spread--
 		default:
 			// a && b && c: each runs only when the ones before it succeeded, so they are

@@ -21,6 +21,9 @@ type stdin struct {
 	kind  stdinKind
 	text  string
 	known bool // text holds no expansion
+	// secret is set when a pipe carries what must not leave: a secret, the environment, a
+	// whole tree.
+	secret bool
 }
 
 // walker carries the state of one classification.
@@ -47,6 +50,10 @@ type walker struct {
 	// fetching is set while the operands of a network program are judged: what it writes
 	// is a download. fetched are the paths downloaded so far in the command, fetchedAny
 	// is set when one was saved under a name only the server knows (curl -O).
+	// leak is set when the stage being walked reads a secret, the environment or a whole
+	// tree; remotes are the git remotes the command added.
+	leak       bool
+	remotes    map[string]bool
 	fetching   bool
 	fetchWrote bool
 	fetched    map[string]bool
@@ -73,6 +80,9 @@ func (w *walker) add(code, seg string) {
 		return
 	}
 	w.seen[key] = true
+	if code == codeCredentialAccess {
+		w.leakIn()
+	}
 	if code == codeWritesFiles && w.fetching {
 		w.fetchWrote = true
 	}
