@@ -241,6 +241,7 @@ func (w *walker) programHere(p *program, args []arg, in stdin, seg string, moved
 		w.metadataScan(args, seg)
 	}
 	w.valuePaths(p, s, seg)
+	w.unknownOptions(p, s, seg)
 	if in.secret {
 		// What reads a secret from its input passes it on.
 		w.leakIn()
@@ -304,6 +305,52 @@ func (w *walker) workdirEffect(reason string, moved bool, seg string) {
 	default:
 		w.add(codeSystemFileWrite, seg)
 	}
+}
+
+// unknownOptions judges arguments whose value is only known at run time ("$x", $(…), a
+// glob such as * that may match a file named --pre=./x) given to a program with options
+// that run code or write: each may be such an option, so the call is judged as the worst
+// of them. A value after "--", or given to an option, is not an option.
+func (w *walker) unknownOptions(p *program, s scanned, seg string) {
+	if p.worstFlag == "" || p.wrapper != "" {
+		return
+	}
+	for i, a := range s.args {
+		if a.text == "--" && !a.dynamic {
+			return
+		}
+		if s.valueArg[i] || a.procSubst {
+			continue
+		}
+		if a.dynamic && strings.HasPrefix(a.text, dynamicMark) {
+			w.add(p.worstFlag, seg)
+			return
+		}
+		if a.glob && a.text != "" && strings.IndexByte("*?[", a.text[0]) >= 0 {
+			w.globOptions(p, a.text, seg)
+		}
+	}
+}
+
+// globOptions judges a glob that may expand to a file named like one of the program's
+// options: tar cf x.tar * with a file called --checkpoint-action=exec=sh x.sh.
+func (w *walker) globOptions(p *program, glob, seg string) {
+	tail := glob[strings.LastIndexAny(glob, "*?]")+1:]
+	worst := ""
+	for flag, code := range p.flags {
+		if !strings.HasPrefix(flag, "-") || code == "no_preserve_root" {
+			continue
+		}
+		m1, _ := path.Match(glob, flag)
+		m2 := false
+		if strings.HasPrefix(flag, "--") {
+			m2, _ = path.Match(glob, flag+"=x"+tail)
+		}
+		if (m1 || m2) && (worst == "" || w.rules.reasons[code].risk > w.rules.reasons[worst].risk) {
+			worst = code
+		}
+	}
+	w.add(worst, seg)
 }
 
 // readsTree reports whether an archiver's operands include a tree that may hold secrets

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -332,6 +333,9 @@ type program struct {
 	uploadFlags    map[string]bool
 	definesRemote  bool
 	pushes         bool
+	// worstFlag is the reason of the most dangerous thing one of the program's options can
+	// do: what an argument that may turn out to be an option is judged as.
+	worstFlag string
 }
 
 // ruleSet is the compiled form of a [RulesConfig].
@@ -552,6 +556,20 @@ func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error
 		p.operands = append(p.operands, [2]string{glob, code})
 	}
 	sort.Slice(p.operands, func(i, j int) bool { return p.operands[i][0] < p.operands[j][0] })
+	if len(p.codeFlags) > 0 || len(p.execFlags) > 0 {
+		p.worstFlag = codeDynamicCommand
+	} else {
+		for _, flag := range slices.Sorted(maps.Keys(p.flags)) {
+			code := p.flags[flag]
+			if code == "no_preserve_root" {
+				// Harmless unless / is an operand too, which is judged on its own.
+				continue
+			}
+			if r := rs.reasons[code].risk; r > RiskSafe && (p.worstFlag == "" || r > rs.reasons[p.worstFlag].risk) {
+				p.worstFlag = code
+			}
+		}
+	}
 	if len(pr.Subcommands) > 0 {
 		p.subs = map[string]*program{}
 		for name, sub := range pr.Subcommands {
