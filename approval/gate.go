@@ -74,6 +74,7 @@ type Decision struct {
 type Gate struct {
 	cfg      Config
 	cls      *shellrisk.Classifier
+	shell    shellrisk.Context
 	approver Approver
 	log      hclog.Logger
 	guard    *guard
@@ -93,6 +94,7 @@ type options struct {
 	logger   hclog.Logger
 	client   *http.Client
 	getenv   func(string) string
+	shell    shellrisk.Context
 }
 
 // Option configures a [Gate].
@@ -103,6 +105,17 @@ type Option func(*options) error
 func WithApprover(a Approver) Option {
 	return func(o *options) error {
 		o.approver = a
+		return nil
+	}
+}
+
+// WithShellContext sets what the classifier knows of where commands run: the workspace,
+// the policy's write roots and deny names, and Airlock's own files (the configuration in
+// use, the ledger), so that a command is judged as the file tools would be. The default
+// is the zero context.
+func WithShellContext(cx shellrisk.Context) Option {
+	return func(o *options) error {
+		o.shell = cx
 		return nil
 	}
 }
@@ -158,6 +171,7 @@ func NewGate(cfg Config, opts ...Option) (*Gate, error) {
 	g := &Gate{
 		cfg:      cfg,
 		cls:      cls,
+		shell:    o.shell,
 		approver: o.approver,
 		log:      o.logger.Named("approval"),
 		sessions: map[string]*sessionState{},
@@ -183,7 +197,7 @@ func (g *Gate) Classifier() *shellrisk.Classifier { return g.cls }
 // consulted in that order. Decide returns an error only when it could not decide (the
 // context ended while waiting); the Decision is then a refusal.
 func (g *Gate) Decide(ctx context.Context, r Request) (Decision, error) {
-	v := g.cls.Classify(r.Command)
+	v := g.cls.ClassifyIn(g.shell, r.Command)
 	log := g.log.With("call_id", r.CallID, "session_id", r.SessionID)
 	d, err := g.decide(ctx, r, v, log)
 	d.Verdict = v

@@ -531,3 +531,34 @@ func TestGateHostHardDeny(t *testing.T) {
 		}
 	}
 }
+
+// TestGateShellContext checks that the gate judges commands in the context it was given:
+// with write roots narrower than the workspace, a write elsewhere asks a person although
+// writes are allowed, and a command naming the configuration in use is never a plain write.
+func TestGateShellContext(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	cfg.AllowWrite = true
+	g, err := NewGate(cfg, WithShellContext(shellrisk.Context{
+		Workspace: "/w", WriteRoots: []string{"src"}, Protected: []string{"/etc/airlock/prod.toml"},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, allow := range map[string]bool{
+		"touch src/a.go":       true,
+		"touch docs/a.md":      false,
+		"cp x.toml prod.toml":  false,
+		"echo hi > src/n.txt":  true,
+		"echo hi > /w/n.txt":   false,
+		"echo hi > /w/src/n.x": true,
+	} {
+		d, err := g.Decide(context.Background(), Request{CallID: "c", SessionID: "s", Command: cmd, Enforced: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allow != allow {
+			t.Errorf("%q: allow %v (%s %v), want %v", cmd, d.Allow, d.Verdict.Risk, d.Verdict.Codes(), allow)
+		}
+	}
+}

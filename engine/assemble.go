@@ -9,6 +9,7 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/fileops"
 	"github.com/airlock-dev/airlock/pathpolicy"
+	"github.com/airlock-dev/airlock/shellrisk"
 	"github.com/airlock-dev/airlock/terminal"
 	"github.com/airlock-dev/airlock/tool"
 )
@@ -42,7 +43,7 @@ func (e *Engine) assemble() error {
 		return err
 	}
 
-	gopts := []approval.Option{approval.WithLogger(e.log)}
+	gopts := []approval.Option{approval.WithLogger(e.log), approval.WithShellContext(e.shellContext(pol, protected))}
 	if e.opts.approver != nil {
 		gopts = append(gopts, approval.WithApprover(&tracker{e: e, next: e.opts.approver}))
 	}
@@ -50,6 +51,23 @@ func (e *Engine) assemble() error {
 		return err
 	}
 	return nil
+}
+
+// shellContext is what the classifier needs to judge a command as the file tools would
+// judge the same access: the workspace (on a backend that runs on the host, where it is a
+// host path), the write roots and deny names of the policy, and Airlock's own files.
+func (e *Engine) shellContext(pol *pathpolicy.Policy, protected []string) shellrisk.Context {
+	pc := pol.Config()
+	cx := shellrisk.Context{
+		WriteRoots: pc.WriteRoots,
+		ReadRoots:  pc.ReadRoots,
+		DenyNames:  pc.DenyNames,
+		Protected:  protected,
+	}
+	if _, onHost := e.envs.hostMounts(); onHost {
+		cx.Workspace = realPath(e.cfg.WorkspaceDir())
+	}
+	return cx
 }
 
 // approvalStep is the gate as the pipeline's approval step.

@@ -9,7 +9,7 @@ var codesUsedByGo = []string{
 	codeDeviceWrite, codeCredentialAccess, codeMetadataAccess, codeForkBomb, codeRedirectWrite,
 	codeEnvHijack, codeTooComplex, codeExfiltration, codeHostMount, codeInteractive,
 	codeRecursiveModifySystem, codeRawSocket, codeSymlinkOutside, codeAirlockState, codeVCSConfigWrite,
-	codeWritesFiles, codeInternalError, codeSignalsOther, codeDeletesFiles, codeIrreversibleLoss, codeDeviceRead, codeDownloadAndRun, codeHostNotAllowed,
+	codeWritesFiles, codeInternalError, codeSignalsOther, codeDeletesFiles, codeIrreversibleLoss, codeDeviceRead, codeDownloadAndRun, codeHostNotAllowed, codeWriteOutsideRoots,
 }
 
 const (
@@ -49,4 +49,5 @@ const (
 	codeDeviceRead               = "device_read"
 	codeDownloadAndRun           = "download_and_run"
 	codeHostNotAllowed           = "host_not_allowed"
+	codeWriteOutsideRoots        = "write_outside_roots"
 )

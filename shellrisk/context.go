@@ -38,6 +38,9 @@ type Context struct {
 	// its arguments (a URL's host); a host it refuses is host_not_allowed. It is the seam
 	// for the URL guard; nil means hosts are not judged here.
 	HostAllowed func(host string) bool
+
+	// protectedNames are the base names of Protected, set by normalised.
+	protectedNames map[string]bool
 }
 
 // normalised cleans the context's paths once per classification.
@@ -62,5 +65,56 @@ func (cx Context) normalised() Context {
 	cx.WriteRoots = clean(cx.WriteRoots)
 	cx.ReadRoots = clean(cx.ReadRoots)
 	cx.Protected = clean(cx.Protected)
+	for i, r := range cx.WriteRoots {
+		if rel, ok := cx.inWorkspace(r); ok {
+			cx.WriteRoots[i] = rel
+		}
+	}
+	cx.protectedNames = map[string]bool{}
+	for i, p := range cx.Protected {
+		if rel, ok := cx.inWorkspace(p); ok {
+			cx.Protected[i] = rel
+		}
+		if base := path.Base(p); strings.Contains(base, ".") {
+			// Named anywhere, a file called like the configuration in use is taken for it; a
+			// bare directory name (sessions) is too common to judge by name.
+			cx.protectedNames[base] = true
+		}
+	}
 	return cx
+}
+
+// inWorkspace returns the workspace-relative form of an absolute path inside the
+// workspace.
+func (cx Context) inWorkspace(c string) (string, bool) {
+	ws := cx.Workspace
+	if ws == "" || !strings.HasPrefix(c, "/") {
+		return "", false
+	}
+	if c == ws {
+		return ".", true
+	}
+	if rest, ok := strings.CutPrefix(c, strings.TrimSuffix(ws, "/")+"/"); ok {
+		return path.Clean(rest), true
+	}
+	return "", false
+}
+
+// reachesProtected reports whether a path a command acts on is a protected file, or, when
+// the action is recursive or a glob, a directory that holds one.
+func (cx Context) reachesProtected(info pathInfo, wide bool) bool {
+	if info.class == pathDynamic {
+		return false
+	}
+	c := info.clean
+	for _, p := range cx.Protected {
+		if c == p {
+			return true
+		}
+		if wide && (c == "." && !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "..") ||
+			strings.HasPrefix(p, strings.TrimSuffix(c, "/")+"/") || c == "/") {
+			return true
+		}
+	}
+	return false
 }

@@ -186,6 +186,10 @@ func (w *walker) namesAirlockState(t string) bool {
 				return true
 			}
 		}
+		// The configuration and the ledger in use, whatever they are called.
+		if w.cx.protectedNames[c] {
+			return true
+		}
 	}
 	return false
 }

@@ -136,6 +136,13 @@ func (w *walker) classifyAt(cwd, text string) pathInfo {
 	if rest, ok := procAlias(c); ok {
 		c = rest
 	}
+	if rel, ok := w.cx.inWorkspace(c); ok {
+		// An absolute path into the workspace is the workspace.
+		if rel == "." {
+			return pathInfo{class: pathWorkspaceRoot, clean: rel}
+		}
+		return pathInfo{class: pathWorkspace, clean: rel, envFile: w.envFile(rel), vcsConfig: w.vcsConfig(rel)}
+	}
 	info := pathInfo{class: pathOutside, clean: c}
 	// Another user's home is judged as the home: /home/bob/.ssh is ~/.ssh.
 	home := homeAlias(c)
@@ -454,6 +461,9 @@ func (w *walker) pathEffect(a arg, mode string, recursive bool, seg string) {
 		return
 	}
 	info := w.classifyPath(a)
+	if len(w.cx.Protected) > 0 && w.cx.reachesProtected(info, recursive || a.glob) {
+		w.add(codeAirlockState, seg)
+	}
 	switch mode {
 	case pathsRead:
 		if info.secret || info.envFile || recursive && w.treeMayHoldSecrets(info) {
@@ -512,6 +522,9 @@ func (w *walker) writeEffect(info pathInfo, recursive bool, seg string) {
 	if info.vcsConfig {
 		w.add(codeVCSConfigWrite, seg)
 	}
+	if w.rootsDecide(info, seg) {
+		return
+	}
 	switch info.class {
 	case pathDynamic:
 		w.add(codeDynamicPath, seg)
@@ -538,6 +551,9 @@ func (w *walker) writeEffect(info pathInfo, recursive bool, seg string) {
 func (w *walker) deleteEffect(info pathInfo, recursive bool, seg string) {
 	if info.vcsConfig {
 		w.add(codeVCSConfigWrite, seg)
+	}
+	if w.rootsDecide(info, seg) {
+		return
 	}
 	if isRepository(info.clean) {
 		// rm -rf .git takes every commit, branch and stash with it.
@@ -572,6 +588,43 @@ func (w *walker) deleteEffect(info pathInfo, recursive bool, seg string) {
 	if info.secret && info.class != pathDynamic {
 		w.add(codeDeleteOutside, seg)
 	}
+}
+
+// rootsDecide applies the context's write roots to a write or a delete: in the workspace
+// but outside every root it is write_outside_roots; outside the workspace but under a root
+// it is a plain write, and nothing more is said (it returns true).
+func (w *walker) rootsDecide(info pathInfo, seg string) bool {
+	roots := w.cx.WriteRoots
+	if len(roots) == 0 {
+		return false
+	}
+	switch info.class {
+	case pathWorkspace, pathWorkspaceRoot:
+		if !underRoots(info.clean, roots) {
+			w.add(codeWriteOutsideRoots, seg)
+		}
+	case pathOutside, pathScratch, pathSystem:
+		if !info.secret && strings.HasPrefix(info.clean, "/") && underRoots(info.clean, roots) {
+			w.add(codeWritesFiles, seg)
+			return true
+		}
+	}
+	return false
+}
+
+// underRoots reports whether c is one of the roots or below one; "." holds every path in
+// the workspace.
+func underRoots(c string, roots []string) bool {
+	rel := !strings.HasPrefix(c, "/") && !strings.HasPrefix(c, "~")
+	for _, r := range roots {
+		if r == "." && rel && c != ".." && !strings.HasPrefix(c, "../") {
+			return true
+		}
+		if c == r || strings.HasPrefix(c, strings.TrimSuffix(r, "/")+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // isRepository reports whether a cleaned path is a git repository's own directory or
