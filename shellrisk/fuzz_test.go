@@ -3,6 +3,7 @@ package shellrisk
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -57,4 +58,31 @@ func maxRisk(a, b Risk) Risk {
 		return a
 	}
 	return b
+}
+
+// FuzzLexing mutates the places where the parser and the shells may read a command
+// differently (comments, quotes, continuations, control characters, Unicode spaces) around
+// a deletion, in a context: whatever the classifier makes of it, a command holding a
+// carriage return or a NUL is never safe, and nothing panics.
+func FuzzLexing(f *testing.F) {
+	for _, s := range []string{
+		"echo hi\r# ; rm -rf /", "a=(x)# ; rm -rf /", "echo a # c \\\nrm -rf /", "echo $'a\\\n'; rm -rf /",
+		"echo $'it\\'s'; rm -rf /", "ls\u00a0; rm -rf /", "echo a\x00b; rm -rf /", "(ls)# x", "f() { ls; }# x",
+		"cat <<'EOF'\n$(rm -rf /)\nEOF", "echo \"a\\\nb\" # c", "sh -c 'ls\r# ; rm -rf /'",
+	} {
+		f.Add(s)
+	}
+	cx := Context{Workspace: "/w", WriteRoots: []string{"src"}, Protected: []string{"/w/.airlock/ledger.jsonl"}}
+	f.Fuzz(func(t *testing.T, command string) {
+		v := ClassifyIn(cx, command)
+		if slices.Contains(v.Codes(), codeInternalError) {
+			t.Fatalf("classifier panicked on %q: %s", command, v.Reasons[0].Segment)
+		}
+		if strings.ContainsAny(command, "\r\x00") && v.Risk < RiskExec {
+			t.Fatalf("%q holds a CR or NUL and is %s", command, v.Risk)
+		}
+		if !v.Parsed && v.Risk < RiskExec {
+			t.Fatalf("unparsed %q is %s", command, v.Risk)
+		}
+	})
 }
