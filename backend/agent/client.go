@@ -35,6 +35,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	err     error // why the stream ended; set before done is closed
+	peer    hello // the server's hello
 	nextID  uint32
 	pending map[uint32]*call
 }
@@ -157,6 +158,7 @@ func (c *Client) readLoop(r io.Reader) {
 		c.fail(fmt.Errorf("handshake: %w", err))
 		return
 	}
+	c.rememberHello(f.payload)
 	close(c.ready)
 	for {
 		f, err := readFrame(r)

@@ -10,6 +10,10 @@ type hello struct {
 	Version int    `json:"version"`
 	Role    string `json:"role"` // "client" or "server"
 	PID     int    `json:"pid,omitempty"`
+	// SandboxEnforced and SandboxNotes (server only) say whether commands run under the
+	// kernel sandbox and what it enforces.
+	SandboxEnforced bool     `json:"sandbox_enforced,omitempty"`
+	SandboxNotes    []string `json:"sandbox_notes,omitempty"`
 }
 
 // startMsg asks the server to run one command.

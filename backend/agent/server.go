@@ -18,6 +18,7 @@ import (
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/procgroup"
+	"github.com/airlock-dev/airlock/backend/sandbox"
 )
 
 // ServeOptions adjusts the server.
@@ -29,6 +30,10 @@ type ServeOptions struct {
 	TouchFile string
 	// Logger receives diagnostics (default: none). It must not write to the stream.
 	Logger hclog.Logger
+	// Sandbox, when set, confines every command (see sandbox.go); TempDir is then the
+	// commands' private TMPDIR.
+	Sandbox *sandbox.Sandbox
+	TempDir string
 }
 
 // Serve reads requests from r and answers on w until r ends, ctx is done or the framing
@@ -42,7 +47,8 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 		opts.Logger = hclog.NewNullLogger()
 	}
 	s := &server{opts: opts, w: w, procs: map[uint32]*proc{}}
-	if err := s.send(frameHello, 0, mustJSON(hello{Version: ProtocolVersion, Role: "server", PID: os.Getpid()})); err != nil {
+	enforced, notes := sandboxHello(opts.Sandbox)
+	if err := s.send(frameHello, 0, mustJSON(hello{Version: ProtocolVersion, Role: "server", PID: os.Getpid(), SandboxEnforced: enforced, SandboxNotes: notes})); err != nil {
 		return fmt.Errorf("agent: send hello: %w", err)
 	}
 	frames := make(chan frame)
@@ -279,7 +285,7 @@ func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer) exitMsg 
 		case <-ctx.Done():
 		}
 	}()
-	out, err := procgroup.Run(ctx, spec)
+	out, err := s.startCommand(ctx, spec)
 	if err != nil {
 		if stdinW != nil {
 			_ = stdinW.Close()

@@ -28,16 +28,20 @@ var droppedCaps = []uintptr{
 // inheritable and ambient sets. Capabilities are per thread, so only what this thread
 // starts is affected.
 func dropCaps() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("sandbox: capget: %w", err)
+	}
+	if data[0].Permitted == 0 && data[1].Permitted == 0 && data[0].Effective == 0 && data[1].Effective == 0 {
+		// An unprivileged user holds none, and with no_new_privs an exec cannot grant any.
+		return nil
+	}
 	for _, c := range droppedCaps {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil && err != unix.EINVAL {
 			return fmt.Errorf("sandbox: drop capability %d from the bounding set: %w", c, err)
 		}
 		_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_LOWER, c, 0, 0)
-	}
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("sandbox: capget: %w", err)
 	}
 	for _, c := range droppedCaps {
 		i, bit := c/32, uint32(1)<<(c%32)

@@ -127,14 +127,15 @@ func (e *Env) startHelper(ctx context.Context, l *link, p remoteInfo) error {
 	if os, arch, _ := strings.Cut(p.os, " "); os != "Linux" || arch != e.bin.arch {
 		return fmt.Errorf("remote is %q, agent_binary is linux %s", p.os, e.bin.arch)
 	}
-	h, err := e.launchHelper(ctx, l, name)
+	args := e.cfg.sandboxArgs(p.workspace)
+	h, err := e.launchHelper(ctx, l, name, args)
 	var stale *staleHelperError
 	if errors.As(err, &stale) {
 		e.log.Debug("helper not in the remote cache", "reason", stale.why)
 		if err := e.uploadHelper(ctx, l, name); err != nil {
 			return err
 		}
-		h, err = e.launchHelper(ctx, l, name)
+		h, err = e.launchHelper(ctx, l, name, args)
 	}
 	if err != nil {
 		return err
@@ -161,7 +162,7 @@ func (e *staleHelperError) Error() string { return "cached helper " + e.why }
 
 // launchHelper runs [helperScript] on a new session and, once the script has vouched for
 // the file and exec'd it, connects a client to the helper's stdio.
-func (e *Env) launchHelper(ctx context.Context, l *link, name string) (*helper, error) {
+func (e *Env) launchHelper(ctx context.Context, l *link, name, args string) (*helper, error) {
 	s, err := openSession(ctx, l)
 	if err != nil {
 		return nil, fmt.Errorf("helper session: %w", err)
@@ -179,7 +180,7 @@ func (e *Env) launchHelper(ctx context.Context, l *link, name string) (*helper, 
 	stderr := backend.NewCappedBuffer(16 << 10)
 	s.Stderr = stderr
 	nonce := newNonce()
-	if err := s.Start(shellLine(helperScript(nonce, name, e.bin.sum))); err != nil {
+	if err := s.Start(shellLine(helperScript(nonce, name, e.bin.sum, args))); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("start helper: %w", err)
 	}
@@ -280,12 +281,12 @@ if ! dir "$d" && [ -d "$d" ] && [ ! -L "$d" ] && [ "$(stat -c %u -- "$d")" = "$u
 //
 // The helper itself runs with an empty environment: it is handed each command's whole
 // environment and must not leak its own.
-func helperScript(nonce, name, sum string) string {
+func helperScript(nonce, name, sum, args string) string {
 	return helperCache(nonce, name) + `if [ -L "$f" ] || [ ! -f "$f" ]; then say stale "is missing or not a regular file"; exit 3; fi
 closed -- "$f" && [ -x "$f" ] || { say stale "is not an executable owned by uid $u and closed to group and others"; exit 3; }
 s=$(sha256sum < "$f") && [ "${s%% *}" = ` + sum + ` ] || { say stale "has another sha256"; exit 3; }
 say ok
-exec env -i HOME="$HOME" PATH=` + remotePath + ` "$f" agent
+exec env -i HOME="$HOME" PATH=` + remotePath + ` "$f" agent` + args + `
 `
 }
 

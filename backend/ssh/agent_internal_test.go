@@ -147,7 +147,7 @@ func TestHelperScripts(t *testing.T) {
 					t.Errorf("upload left %q behind", left)
 				}
 			}
-			status, after := runScript(t, home, helperScript("nonce-run", name, hexSum), nil)
+			status, after := runScript(t, home, helperScript("nonce-run", name, hexSum, ""), nil)
 			if !statusIs(status, tc.wantRun) {
 				t.Errorf("start: status %q, want %q", status, tc.wantRun)
 			}

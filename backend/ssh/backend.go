@@ -65,6 +65,10 @@ type Config struct {
 	// AgentBinary is the local path of a static linux airlock binary uploaded as the resident
 	// helper; empty means the running executable.
 	AgentBinary string `toml:"agent_binary"`
+	// Sandbox is the kernel sandbox the resident helper puts commands in on the remote host:
+	// "auto" (default: wherever the remote kernel has Landlock), "landlock" (refuse to run
+	// without it) or "off".
+	Sandbox string `toml:"sandbox"`
 
 	// DefaultTimeout applies when a request sets none.
 	DefaultTimeout time.Duration `toml:"-"`
@@ -163,6 +167,11 @@ func (c Config) Validate() error {
 	default:
 		bad("mode", "%q is not one of auto, session", c.Mode)
 	}
+	switch c.Sandbox {
+	case "", SandboxAuto, SandboxLandlock, SandboxOff:
+	default:
+		bad("sandbox", "%q is not one of auto, landlock, off", c.Sandbox)
+	}
 	if c.DefaultTimeout < 0 {
 		errs = append(errs, errors.New("environment.timeout: must not be negative"))
 	}
@@ -235,6 +244,7 @@ type Env struct {
 	shell     string
 	mode      string
 	notes     []string
+	sandboxed bool // the helper confines commands with the kernel sandbox
 	closed    bool
 	closing   chan struct{}
 }
@@ -300,8 +310,12 @@ func (e *Env) Describe() backend.Description {
 	if e.cfg.JumpHost != "" {
 		target += " via " + e.cfg.JumpHost
 	}
+	where := "commands run on the remote host as " + e.cfg.User + ": no filesystem or network isolation there"
+	if e.sandboxed {
+		where = "commands run on the remote host as " + e.cfg.User + ", each in the helper's kernel sandbox"
+	}
 	notes := append([]string{
-		"commands run on the remote host as " + e.cfg.User + ": no filesystem or network isolation there",
+		where,
 		"no variable of the Airlock host reaches remote commands",
 	}, e.notes...)
 	if e.mode != ModeAgent {
@@ -313,8 +327,10 @@ func (e *Env) Describe() backend.Description {
 		Workspace: e.workspace,
 		Target:    target,
 		Capabilities: backend.Capabilities{
-			ProcessTreeKill: true,
-			ResidentHelper:  e.mode == ModeAgent,
+			ProcessTreeKill:  true,
+			ResidentHelper:   e.mode == ModeAgent,
+			KernelSandbox:    e.sandboxed,
+			NetworkIsolation: e.sandboxed,
 		},
 		Limits: backend.Limits{
 			DefaultTimeout: e.cfg.DefaultTimeout,

@@ -350,16 +350,23 @@ func (e *Env) connect(ctx context.Context) (*link, error) {
 		l.kill(nil)
 		return nil, fmt.Errorf("ssh: %s has no setsid(1) on PATH, which commands need to run in a process group of their own", e.cfg.target())
 	}
+	var helperErr error
 	if e.cfg.Mode == ModeAuto {
-		if err := e.startHelper(ctx, l, p); err != nil {
-			e.log.Info("resident helper not in use", "error", err)
-			notes = append(notes, "resident helper not in use ("+err.Error()+"): one session per command")
+		if helperErr = e.startHelper(ctx, l, p); helperErr != nil {
+			e.log.Info("resident helper not in use", "error", helperErr)
+			notes = append(notes, "resident helper not in use ("+helperErr.Error()+"): one session per command")
 		} else {
 			mode = ModeAgent
 		}
 	}
+	sandboxed, sbNotes, err := e.checkSandbox(l, helperErr)
+	if err != nil {
+		l.kill(err)
+		return nil, err
+	}
+	notes = append(notes, sbNotes...)
 	e.mu.Lock()
-	e.workspace, e.home, e.shell, e.mode, e.notes = p.workspace, p.home, p.shell, mode, notes
+	e.workspace, e.home, e.shell, e.mode, e.notes, e.sandboxed = p.workspace, p.home, p.shell, mode, notes, sandboxed
 	e.mu.Unlock()
 	e.log.Debug("connected", "mode", mode, "duration_ms", time.Since(start).Milliseconds())
 	return l, nil

@@ -22,6 +22,7 @@ func init() {
 		fs := newFlagSet("agent", "agent [--shell SH] [--touch FILE]  (started by the docker and ssh backends; speaks the helper protocol on stdin/stdout)", s)
 		touch := fs.String("touch", "", "file whose mtime is set each time a command starts (a last-use mark for gc)")
 		shell := fs.String("shell", "/bin/sh", "shell that runs command strings")
+		buildSandbox := agentSandbox(fs)
 		if code, done := parseFlags(fs, args); done {
 			return code
 		}
@@ -38,10 +39,16 @@ func init() {
 			fmt.Fprintln(s.err, "airlock agent: subreaper:", err)
 			return 1
 		}
+		sb, tmp, cleanup, err := buildSandbox()
+		if err != nil {
+			fmt.Fprintln(s.err, "airlock agent: sandbox:", err)
+			return 1
+		}
+		defer cleanup()
 		prewarmThreads(agentThreads)
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		defer stop()
-		if err := agent.Serve(ctx, s.in, s.out, agent.ServeOptions{Shell: *shell, TouchFile: *touch}); err != nil {
+		if err := agent.Serve(ctx, s.in, s.out, agent.ServeOptions{Shell: *shell, TouchFile: *touch, Sandbox: sb, TempDir: tmp}); err != nil {
 			fmt.Fprintln(s.err, "airlock agent:", err)
 			return 1
 		}

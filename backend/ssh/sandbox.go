@@ -1,0 +1,57 @@
+package ssh
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The kernel sandbox on the remote host is applied by the resident helper: it is started
+// with the remote workspace as its only write and read root (plus what programs need), and
+// confines every command it starts (see package sandbox). In session mode there is no
+// helper and nothing is enforced; with sandbox = "landlock" that is a refusal.
+
+// Sandbox modes of [Config.Sandbox].
+const (
+	SandboxAuto     = "auto"
+	SandboxLandlock = "landlock"
+	SandboxOff      = "off"
+)
+
+// sandboxArgs are the helper's flags for a remote workspace.
+func (c Config) sandboxArgs(workspace string) string {
+	mode := c.Sandbox
+	if mode == "" {
+		mode = SandboxAuto
+	}
+	if mode == SandboxOff {
+		return " --sandbox off"
+	}
+	return fmt.Sprintf(" --sandbox %s --sandbox-write %s", mode, quote(workspace))
+}
+
+// checkSandbox decides, once connected, whether the configured sandbox is delivered: mode
+// landlock without an enforcing helper is an error that says why and how to choose.
+func (e *Env) checkSandbox(l *link, helperErr error) (enforced bool, notes []string, err error) {
+	mode := e.cfg.Sandbox
+	if mode == "" {
+		mode = SandboxAuto
+	}
+	if mode == SandboxOff {
+		return false, []string{"sandbox: not enforced (sandbox = \"off\"): only commands judged safe run without a person"}, nil
+	}
+	if l.helper == nil {
+		why := "session mode (mode = \"session\")"
+		if helperErr != nil {
+			why = "the resident helper is not in use: " + helperErr.Error()
+		}
+		if mode == SandboxLandlock {
+			return false, nil, fmt.Errorf("ssh: environment.ssh.sandbox = \"landlock\" cannot be delivered on %s: %s; set sandbox = \"auto\" to run without kernel enforcement (then only commands judged safe run without a person), or \"off\"", e.cfg.target(), why)
+		}
+		return false, []string{"sandbox: not enforced on " + e.cfg.target() + " (" + why + "): only commands judged safe run without a person"}, nil
+	}
+	enforced, notes = l.helper.client.Sandbox()
+	if !enforced && mode == SandboxLandlock {
+		return false, nil, fmt.Errorf("ssh: environment.ssh.sandbox = \"landlock\" cannot be delivered on %s: %s", e.cfg.target(), strings.Join(notes, "; "))
+	}
+	return enforced, notes, nil
+}
