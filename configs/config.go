@@ -39,6 +39,8 @@ type Config struct {
 	Policy      pathpolicy.Config `toml:"policy"`
 	Network     urlguard.Config   `toml:"network"`
 	Session     Session           `toml:"session"`
+	Jobs        Jobs              `toml:"jobs"`
+	MCP         MCP               `toml:"mcp"`
 
 	// Dir is the directory relative paths are taken from: the config file's directory, or
 	// the current directory when there is no file. It is not read from TOML.
@@ -85,6 +87,8 @@ type Session struct {
 // Tools holds settings shared by every tool.
 type Tools struct {
 	MaxOutputChars int `toml:"max_output_chars"`
+	// Enabled names the toolsets offered: files, terminal, jobs, web.
+	Enabled []string `toml:"enabled"`
 }
 
 // Default returns the configuration used when no file is given; Load starts from it.
@@ -102,7 +106,9 @@ func Default() Config {
 			Docker:         docker.DefaultConfig(),
 		},
 		Ledger:    Ledger{},
-		Tools:     Tools{MaxOutputChars: 50000},
+		Tools:     Tools{MaxOutputChars: 50000, Enabled: append([]string(nil), Toolsets...)},
+		Jobs:      defaultJobs(),
+		MCP:       defaultMCP(),
 		Approvals: defaultApprovals(),
 		Policy:    pathpolicy.DefaultConfig(),
 		Network:   urlguard.DefaultConfig(),
@@ -278,6 +284,7 @@ func (c *Config) Validate() error {
 		vs = append(vs, schema.Violation{Path: "network", Message: err.Error()})
 	}
 	vs = append(vs, c.networkConflicts()...)
+	vs = append(vs, c.validateAgentFacing()...)
 	if len(vs) > 0 {
 		return &Error{File: c.File, Violations: vs}
 	}

@@ -18,8 +18,14 @@ import (
 // tools, the path policy and the approval gate.
 func (e *Engine) assemble() error {
 	e.reg = tool.NewRegistry()
-	if err := e.reg.Register(terminal.Definition(terminal.Options{MaxOutputChars: e.cfg.Tools.MaxOutputChars})); err != nil {
+	topts, err := e.assembleJobs()
+	if err != nil {
 		return err
+	}
+	if e.enabled(terminal.Toolset) {
+		if err := e.reg.Register(terminal.Definition(topts)); err != nil {
+			return err
+		}
 	}
 	protected := e.protectedFiles()
 	pol, err := pathpolicy.New(e.cfg.Policy, pathpolicy.WithProtectedFiles(protected...))
@@ -35,8 +41,10 @@ func (e *Engine) assemble() error {
 		}
 		return pol.Hides(p)
 	}
-	if err := fileops.Register(e.reg, fo); err != nil {
-		return err
+	if e.enabled(fileops.Toolset) {
+		if err := fileops.Register(e.reg, fo); err != nil {
+			return err
+		}
 	}
 	e.policy = pol
 	if err := e.assembleWeb(); err != nil {

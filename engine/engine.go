@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/approval"
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/configs"
+	"github.com/airlock-dev/airlock/jobs"
 	"github.com/airlock-dev/airlock/pathpolicy"
 	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/receipt"
@@ -93,6 +94,8 @@ type Engine struct {
 	envs   *environments
 	// preHooks run in every session's pipeline after its own (stale_file).
 	preHooks []pipeline.PreHook
+	// jobs runs background jobs; nil when the jobs toolset is off.
+	jobs *jobs.Manager
 
 	mu       sync.Mutex
 	closed   bool
@@ -210,6 +213,7 @@ func (e *Engine) Session(ctx context.Context, id string) (*Session, error) {
 	}
 	e.sessions[id] = s
 	e.mu.Unlock()
+	e.watchJobs(s)
 	e.log.Debug("session opened", "session_id", id, "named", named)
 	return s, nil
 }
@@ -252,7 +256,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	errs = append(errs, e.envs.close(ctx), e.ledger.Close())
+	errs = append(errs, e.closeJobs(ctx), e.envs.close(ctx), e.ledger.Close())
 	return errors.Join(errs...)
 }
 

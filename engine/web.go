@@ -10,7 +10,7 @@ import (
 // the default mode "none" it is not registered at all. Its URL guard also runs as a
 // pre-hook of every session's pipeline.
 func (e *Engine) assembleWeb() error {
-	if e.cfg.Network.Mode == urlguard.ModeNone {
+	if e.cfg.Network.Mode == urlguard.ModeNone || !e.enabled(webfetch.Toolset) {
 		return nil
 	}
 	g, err := urlguard.New(e.cfg.Network)

@@ -115,12 +115,19 @@ func Register(reg *tool.Registry, opts Options) error {
 		},
 	}
 	for _, d := range defs {
+		d.Toolset = Toolset
+		if d.Name == SearchFiles {
+			d.Needs = []tool.Need{{Programs: []string{"rg", "grep"}, Why: "content search runs ripgrep, or grep without it"}}
+		}
 		if err := reg.Register(d); err != nil {
 			return fmt.Errorf("fileops: %w", err)
 		}
 	}
 	return nil
 }
+
+// Toolset is the toolset the file tools belong to.
+const Toolset = "files"
 
 func pathArg(access tool.Access) func(json.RawMessage) ([]tool.PathRef, error) {
 	return func(args json.RawMessage) ([]tool.PathRef, error) {
