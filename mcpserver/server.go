@@ -73,8 +73,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger.Named("mcp")}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "airlock", Title: "Airlock", Version: opts.Version},
 		&mcp.ServerOptions{
-			Instructions: "Airlock runs your shell commands and file edits in an isolated environment, " +
-				"after policy and approval checks. A result with status approval_pending did not run yet: " +
+			Instructions: "Airlock runs your shell commands and file edits in its configured environment (local, Docker or SSH) " +
+				"after policy and approval checks, and keeps a receipt of each. A result with status approval_pending did not run yet: " +
 				"call approval_wait with its approval_id (or repeat the call) to get the result once a person answers.",
 			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		})
