@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/airlock-dev/airlock/clientconfig"
+	"github.com/airlock-dev/airlock/configs"
+)
+
+func init() {
+	register(command{name: "install", summary: "plug airlock mcp into a coding agent: " + strings.Join(clientconfig.Clients, ", "), run: runInstall})
+}
+
+func runInstall(args []string, s stdio) int {
+	usage := "install " + strings.Join(clientconfig.Clients, "|") + " [--project|--user] [--print] [--config FILE]"
+	var cfgFile, bin string
+	var project, user, print bool
+	fs := newFlagSet("install", usage, s)
+	fs.StringVar(&cfgFile, "config", os.Getenv("AIRLOCK_CONFIG"), "the config airlock mcp runs with (default: ./airlock.toml when present)")
+	fs.BoolVar(&project, "project", false, "write the project's files (default, except for codex)")
+	fs.BoolVar(&user, "user", false, "write the user's files under $HOME (default for codex)")
+	fs.BoolVar(&print, "print", false, "print what would be written and change nothing")
+	fs.StringVar(&bin, "command", "", "the airlock binary the client starts (default: this one)")
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if code, done := parseFlags(fs, args); done {
+			return code
+		}
+		fmt.Fprintf(s.err, "Usage: airlock %s\n", usage)
+		return 2
+	}
+	client := args[0]
+	if code, done := parseFlags(fs, args[1:]); done {
+		return code
+	}
+	if project && user {
+		return fail(s, fmt.Errorf("install: --project and --user are exclusive"))
+	}
+	t := clientconfig.Target{Client: client, CodexHome: os.Getenv("CODEX_HOME")}
+	switch {
+	case project:
+		t.Scope = clientconfig.Project
+	case user:
+		t.Scope = clientconfig.User
+	}
+	var err error
+	if t.Home, err = os.UserHomeDir(); err != nil {
+		return fail(s, fmt.Errorf("install: %w", err))
+	}
+	if t.ProjectDir, err = os.Getwd(); err != nil {
+		return fail(s, fmt.Errorf("install: %w", err))
+	}
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return fail(s, fmt.Errorf("install: %w", err))
+		}
+		if r, err := filepath.EvalSymlinks(bin); err == nil {
+			bin = r
+		}
+	}
+	t.Command, t.Args = bin, []string{"mcp"}
+	if cfgFile == "" {
+		if _, err := os.Stat(configs.DefaultFile); err == nil {
+			cfgFile = configs.DefaultFile
+		}
+	}
+	if cfgFile != "" {
+		cfg, err := configs.Load(cfgFile) // a config the server could not start with is refused now
+		if err != nil {
+			return fail(s, err)
+		}
+		abs, err := filepath.Abs(cfg.File)
+		if err != nil {
+			return fail(s, err)
+		}
+		t.Args = append(t.Args, "--config", abs)
+	}
+	changes, notes, err := clientconfig.Plan(t)
+	if err != nil {
+		return fail(s, fmt.Errorf("install %s: %w", client, err))
+	}
+	if print {
+		for _, c := range changes {
+			fmt.Fprintf(s.out, "# %s\n%s\n", c.Path, c.Content)
+		}
+		for _, n := range notes {
+			fmt.Fprintf(s.out, "# note: %s\n", n)
+		}
+		return 0
+	}
+	if err := clientconfig.Apply(changes); err != nil {
+		return fail(s, fmt.Errorf("install %s: %w", client, err))
+	}
+	for _, c := range changes {
+		verb := "updated"
+		if !c.Existed {
+			verb = "created"
+		}
+		fmt.Fprintf(s.out, "%s %s\n", verb, c.Path)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(s.out, "note: %s\n", n)
+	}
+	return 0
+}
