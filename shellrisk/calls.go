@@ -219,7 +219,7 @@ func (w *walker) programHere(p *program, args []arg, in stdin, seg string, moved
 	}
 	// A wrapper's options end at its first operand, except when its command follows "--".
 	s := w.scan(p, args, p.wrapper != "" && p.wrapper != wrapDashDash)
-	if w.queryOnly(p, s) {
+	if w.queryOnly(p, s, reason) {
 		return
 	}
 	w.add(reason, seg)
@@ -368,9 +368,21 @@ func (w *walker) readsTree(p *program, s scanned) bool {
 // iptables -L) and nothing that does more. One harmless flag does not excuse the others:
 // crontab -r -l still removes the crontab, iptables -F -L still flushes the rules and
 // ruby -v -e CODE still runs CODE.
-func (w *walker) queryOnly(p *program, s scanned) bool {
+//
+// For a program that is dangerous unless it only queries (hdparm, iptables, crontab), every
+// flag must be a query flag or take a value: an option the rules do not know may be the
+// one that writes (hdparm -I --fwdownload).
+func (w *walker) queryOnly(p *program, s scanned, reason string) bool {
 	if !hasAny(p, s.flags, p.queryFlags, false) || hasAny(p, s.flags, p.codeFlags, true) {
 		return false
+	}
+	if w.rules.reasons[reason].risk == RiskDangerous {
+		for _, f := range s.flags {
+			name, _, _ := strings.Cut(f, "=")
+			if len(flagKeys(f, p.queryFlags, false, p.wholeFlags)) == 0 && !p.valueFlags[name] {
+				return false
+			}
+		}
 	}
 	for _, f := range s.flags {
 		for _, k := range flagKeys(f, p.flags, true, p.wholeFlags) {

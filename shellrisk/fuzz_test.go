@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzClassify checks the classifier's promises on any input: it does not panic, it never
@@ -14,7 +15,7 @@ func FuzzClassify(f *testing.F) {
 		f.Add(tc.command)
 	}
 	f.Fuzz(func(t *testing.T, command string) {
-		v := Classify(command)
+		v := classifyOrHang(t, Context{}, command)
 		if !v.Parsed && v.Risk == RiskSafe {
 			t.Fatalf("unparsed command judged safe: %q", command)
 		}
@@ -74,7 +75,7 @@ func FuzzLexing(f *testing.F) {
 	}
 	cx := Context{Workspace: "/w", WriteRoots: []string{"src"}, Protected: []string{"/w/.airlock/ledger.jsonl"}}
 	f.Fuzz(func(t *testing.T, command string) {
-		v := ClassifyIn(cx, command)
+		v := classifyOrHang(t, cx, command)
 		if slices.Contains(v.Codes(), codeInternalError) {
 			t.Fatalf("classifier panicked on %q: %s", command, v.Reasons[0].Segment)
 		}
@@ -85,4 +86,21 @@ func FuzzLexing(f *testing.F) {
 			t.Fatalf("unparsed %q is %s", command, v.Risk)
 		}
 	})
+}
+
+// hangAfter is far beyond any classification (a 4 KB script takes about a millisecond):
+// an input that takes longer is stuck, and the fuzzer must record it rather than stall.
+const hangAfter = 10 * time.Second
+
+func classifyOrHang(t *testing.T, cx Context, command string) Verdict {
+	t.Helper()
+	done := make(chan Verdict, 1)
+	go func() { done <- ClassifyIn(cx, command) }()
+	select {
+	case v := <-done:
+		return v
+	case <-time.After(hangAfter):
+		t.Fatalf("classifier stuck on %q", command)
+		return Verdict{}
+	}
 }
