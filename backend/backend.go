@@ -23,6 +23,11 @@ type Environment interface {
 	Close(ctx context.Context) error
 }
 
+// Umask is the file mode creation mask commands run with, on every backend and in every
+// mode, whatever the umask of the process or the remote session that starts them: what a
+// command creates is rw-r--r-- (rwxr-xr-x for directories) everywhere.
+const Umask = 0o022
+
 // Request is one command to run.
 type Request struct {
 	// Command is a shell string run by the environment's POSIX shell (sh -c). Exactly one of

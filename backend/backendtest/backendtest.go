@@ -49,6 +49,9 @@ func Run(t *testing.T, newEnv NewEnv) {
 		{"OutputCappedWhileStreaming", testOutputCap},
 		{"Concurrent", testConcurrent},
 		{"Describe", testDescribe},
+		{"CreatedFileModes", testCreatedModes},
+		{"TimeoutQuiet", testTimeoutQuiet},
+		{"BackgroundHoldsStdout", testBackgroundHoldsStdout},
 		{"ExecAfterClose", testExecAfterClose},
 	}
 	for _, tc := range cases {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -152,6 +153,9 @@ func New(cfg Config, opts ...Option) (*Env, error) {
 		}
 		return nil, fmt.Errorf("local: workspace: refused: %s %s; use a project directory (environment.workspace, relative to the config file's directory)", shown, why)
 	}
+	// Commands inherit this process's umask: it is set to the one every backend gives them.
+	// Airlock's own files (ledger, session state) are created with explicit modes.
+	syscall.Umask(backend.Umask)
 	e := &Env{
 		cfg:       cfg,
 		workspace: real,

@@ -116,7 +116,7 @@ func (e *Env) execSession(ctx context.Context, l *link, req backend.Request, dir
 	stdout := backend.NewCappedBuffer(capBytes)
 	stderr := backend.NewCappedBuffer(capBytes)
 	outF := &markerWriter{nonce: []byte(nonce), w: stdout}
-	errF := &markerWriter{nonce: []byte(nonce), w: stderr, lines: make(chan string, 1)}
+	errF := &markerWriter{nonce: []byte(nonce), w: stderr, lines: make(chan string, 1), exited: make(chan int, 1)}
 	s.Stdout, s.Stderr = outF, errF
 	if req.Stdin != nil {
 		s.Stdin = req.Stdin
@@ -130,18 +130,43 @@ func (e *Env) execSession(ctx context.Context, l *link, req backend.Request, dir
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var timedOut, cancelled bool
+	var timedOut, cancelled, cut bool
 	var waitErr error
-	select {
-	case waitErr = <-waitCh:
-	case <-timer.C:
-		timedOut = true
-	case <-ctx.Done():
-		cancelled = true
+	trailerCode := -1
+	exited := errF.exited
+	var drain <-chan time.Time
+wait:
+	for {
+		select {
+		case waitErr = <-waitCh:
+			break wait
+		case trailerCode = <-exited:
+			// The command has exited. The session ends as soon as nothing holds its output:
+			// at once, unless a child that left the command's group still does.
+			exited, drain = nil, time.After(pipeDrain)
+		case <-drain:
+			// Return with the command's own exit, as helper mode does, and end what holds
+			// the output: the command's group (should the trailer have been the command's
+			// own forgery) and the session.
+			cut = true
+			if pgid, ok := errF.pgid(nil); ok {
+				e.signal(l, pgid, "KILL")
+			}
+			_ = s.Close()
+			<-waitCh
+			break wait
+		case <-timer.C:
+			timedOut = true
+			waitErr = e.stop(l, s, errF, waitCh)
+			break wait
+		case <-ctx.Done():
+			cancelled = true
+			waitErr = e.stop(l, s, errF, waitCh)
+			break wait
+		}
 	}
-	if timedOut || cancelled {
-		waitErr = e.stop(l, s, errF, waitCh)
-	}
+	outF.flush()
+	errF.flush()
 	res := backend.Captured(stdout, stderr)
 	res.Duration, res.TimedOut, res.Cancelled = time.Since(start), timedOut, cancelled
 	// What the wrapper reported before the command: refused directory, or its group.
@@ -154,6 +179,9 @@ func (e *Env) execSession(ctx context.Context, l *link, req backend.Request, dir
 	var ee *gossh.ExitError
 	var missing *gossh.ExitMissingError
 	switch {
+	case cut:
+		res.ExitCode = trailerCode
+		res.Notes = append(res.Notes, "the command exited while a process it started outside its process group (setsid) still held its output: returned without waiting for it; in session mode it may still be running")
 	case waitErr == nil:
 		res.ExitCode = 0
 	case errors.As(waitErr, &ee):
@@ -265,10 +293,15 @@ func (e *Env) commandScript(nonce, dir string, req backend.Request) string {
 	if ws != "/" {
 		b.WriteString("case $PWD in " + quote(ws) + "|" + quote(ws) + "/*) ;; *) printf '%s outside %s\\n' " + nonce + " \"$PWD\" >&2; exit 1;; esac\n")
 	}
-	b.WriteString("exec 3<&0\n")
+	b.WriteString("umask " + fmt.Sprintf("%04o", backend.Umask) + "\nexec 3<&0\n")
 	b.WriteString(`/bin/sh -c 'printf "%s pgid %s\n" "$1" "$$" >&2; printf "%s\n" "$1"; shift; exec setsid "$@"' sh ` + nonce + " ")
 	b.WriteString(strings.Join(e.commandWords(req), " "))
-	b.WriteString(" 0<&3 3<&- &\np=$!\nexec 3<&-\nwait $p; r=$?\nkill -KILL -$p 2>/dev/null\nexit $r\n")
+	// The wrapper's own stderr then goes nowhere, so that no shell reports "Terminated" for
+	// a command killed at its timeout; fd 4 keeps the stream for the exit trailer, which lets
+	// the client return when the command exits even while a child of it that left its group
+	// still holds the session's output open.
+	b.WriteString(" 0<&3 3<&- &\np=$!\nexec 3<&- 4>&2 2>/dev/null\nwait $p; r=$?\nkill -KILL -$p\n")
+	b.WriteString("printf '\\n%s exit %s\\n' " + nonce + " \"$r\" >&4\nexit $r\n")
 	return b.String()
 }
 
@@ -323,11 +356,16 @@ type markerWriter struct {
 	nonce []byte
 	w     io.Writer
 	lines chan string // receives the status line once, when set
+	// exited, when set, receives the command's exit code from the wrapper's trailer
+	// ("\n<nonce> exit N\n", cut from the stream) once the command has exited.
+	exited chan int
 
 	mu    sync.Mutex
 	found bool
 	buf   []byte
 	line  string
+	tail  []byte // held back after the marker: it may be the start of the trailer
+	ended bool   // the trailer was seen
 }
 
 // maxNoise bounds what is held while looking for the marker.
@@ -336,8 +374,8 @@ const maxNoise = 64 << 10
 func (m *markerWriter) Write(p []byte) (int, error) {
 	m.mu.Lock()
 	if m.found {
-		m.mu.Unlock()
-		return m.w.Write(p)
+		defer m.mu.Unlock()
+		return len(p), m.pass(p)
 	}
 	m.buf = append(m.buf, p...)
 	i := bytes.Index(m.buf, m.nonce)
@@ -363,11 +401,57 @@ func (m *markerWriter) Write(p []byte) (int, error) {
 	if m.lines != nil {
 		m.lines <- m.line
 	}
-	m.mu.Unlock()
+	defer m.mu.Unlock()
 	if len(rest) > 0 {
-		_, _ = m.w.Write(rest)
+		_ = m.pass(rest)
 	}
 	return len(p), nil
+}
+
+// pass writes what follows the marker line on, cutting out the exit trailer where exited is
+// set. It holds back a tail that could be the trailer's beginning; flush writes it.
+func (m *markerWriter) pass(p []byte) error {
+	if m.exited == nil || m.ended {
+		_, err := m.w.Write(p)
+		return err
+	}
+	data := append(m.tail, p...)
+	m.tail = nil
+	trailer := append([]byte("\n"), m.nonce...)
+	trailer = append(trailer, " exit "...)
+	if i := bytes.Index(data, trailer); i >= 0 {
+		j := bytes.IndexByte(data[i+len(trailer):], '\n')
+		if j < 0 {
+			m.tail = append([]byte(nil), data[i:]...)
+			_, err := m.w.Write(data[:i])
+			return err
+		}
+		code, err := strconv.Atoi(string(data[i+len(trailer) : i+len(trailer)+j]))
+		if err != nil {
+			code = -1
+		}
+		m.ended = true
+		m.exited <- code
+		if _, err := m.w.Write(data[:i]); err != nil {
+			return err
+		}
+		_, err = m.w.Write(data[i+len(trailer)+j+1:]) // what a leftover child wrote after
+		return err
+	}
+	keep := min(len(data), len(trailer)-1)
+	m.tail = append([]byte(nil), data[len(data)-keep:]...)
+	_, err := m.w.Write(data[:len(data)-keep])
+	return err
+}
+
+// flush writes what pass held back, once the stream has ended.
+func (m *markerWriter) flush() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.tail) > 0 {
+		_, _ = m.w.Write(m.tail)
+		m.tail = nil
+	}
 }
 
 // status returns the first word of the status line and the rest.

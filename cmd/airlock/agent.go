@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/agent"
 	"github.com/airlock-dev/airlock/backend/procgroup"
 )
@@ -35,6 +36,9 @@ func init() {
 			fmt.Fprintln(s.err, "airlock agent: refusing to run dumpable:", err)
 			return 1
 		}
+		// Commands get the same umask on every backend, not the one of whatever started the
+		// helper (sshd sessions commonly run with 077).
+		unix.Umask(backend.Umask)
 		if err := procgroup.EnableSubreaper(); err != nil {
 			fmt.Fprintln(s.err, "airlock agent: subreaper:", err)
 			return 1
