@@ -392,6 +392,10 @@ func (p *Pipeline) execute(ctx context.Context, f *flight) {
 	if timeout == 0 {
 		timeout = p.opts.Env.Describe().Limits.DefaultTimeout
 	}
+	if f.tool.CallTimeout != nil {
+		// The call's own timeout, so that the safety deadline below follows it.
+		timeout = f.tool.CallTimeout(f.call.Arguments, timeout)
+	}
 	inv := &tool.Invocation{
 		CallID: f.call.ID, SessionID: p.opts.SessionID, Args: f.call.Arguments,
 		Paths: map[string]tool.ResolvedPath{}, Env: p.opts.Env, Timeout: timeout, Log: log,

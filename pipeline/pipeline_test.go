@@ -483,3 +483,45 @@ func TestNewFailsClosed(t *testing.T) {
 		})
 	}
 }
+
+// TestCallTimeoutSetsTheDeadline: a call's own timeout above the environment's default is
+// what the handler gets, and the pipeline's safety deadline lies past it — `timeout: 60`
+// under a default of 20 was cut at 50 s. The real terminal tool's calls go the same way.
+func TestCallTimeoutSetsTheDeadline(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t) // default timeout 10 s
+	type seen struct {
+		timeout time.Duration
+		left    time.Duration
+	}
+	got := make(chan seen, 1)
+	reg := f.options.Registry
+	must(t, reg.Register(tool.Definition{
+		Name: "slow", Risk: tool.RiskRead, InputSchema: json.RawMessage(`{"type":"object"}`),
+		CallTimeout: func(json.RawMessage, time.Duration) time.Duration { return 5 * time.Minute },
+		Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
+			d, _ := ctx.Deadline()
+			got <- seen{inv.Timeout, time.Until(d)}
+			return &tool.Output{}, nil
+		},
+	}))
+	f.run(t, nil, pipeline.Call{ID: "s", Name: "slow"})
+	s := <-got
+	if s.timeout != 5*time.Minute || s.left < 5*time.Minute {
+		t.Errorf("handler got timeout %s with %s to its deadline, want 5m and more", s.timeout, s.left)
+	}
+	def := terminal.Definition(terminal.Options{})
+	for _, tc := range []struct {
+		args string
+		want time.Duration
+	}{
+		{`{"command":"x"}`, 10 * time.Second},
+		{`{"command":"x","timeout":60}`, time.Minute},
+		{`{"command":"x","timeout":0.5}`, 500 * time.Millisecond},
+		{`{"command":"x","timeout":86400}`, time.Hour}, // the tool's cap
+	} {
+		if got := def.CallTimeout(json.RawMessage(tc.args), 10*time.Second); got != tc.want {
+			t.Errorf("terminal CallTimeout(%s) = %s, want %s", tc.args, got, tc.want)
+		}
+	}
+}

@@ -105,6 +105,7 @@ func Definition(opts Options) tool.Definition {
 		ParallelSafe: true,
 		Output:       tool.OutputPolicy{MaxChars: opts.MaxOutputChars, Mode: tool.HeadTail},
 		Paths:        paths,
+		CallTimeout:  func(raw json.RawMessage, def time.Duration) time.Duration { return callTimeout(raw, def, opts) },
 		Handler:      func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) { return run(ctx, inv, opts) },
 		Toolset:      Toolset,
 		Needs:        []tool.Need{{Programs: []string{"sh"}, Why: "commands run with sh -c"}},
@@ -123,6 +124,15 @@ func paths(raw json.RawMessage) ([]tool.PathRef, error) {
 	return []tool.PathRef{{Arg: "workdir", Path: a.Workdir, Access: tool.Read}}, nil
 }
 
+// callTimeout is the call's own timeout where it sets one, else def, capped at MaxTimeout.
+func callTimeout(raw json.RawMessage, def time.Duration, opts Options) time.Duration {
+	var a Args
+	if err := json.Unmarshal(raw, &a); err == nil && a.Timeout != nil {
+		def = time.Duration(*a.Timeout * float64(time.Second))
+	}
+	return min(def, opts.MaxTimeout)
+}
+
 // Command returns the command string of a terminal call's arguments.
 func Command(raw json.RawMessage) string {
 	var a Args
@@ -135,11 +145,7 @@ func run(ctx context.Context, inv *tool.Invocation, opts Options) (*tool.Output,
 	if err := json.Unmarshal(inv.Args, &a); err != nil {
 		return nil, fmt.Errorf("terminal: arguments: %w", err)
 	}
-	timeout := inv.Timeout
-	if a.Timeout != nil {
-		timeout = time.Duration(*a.Timeout * float64(time.Second))
-	}
-	timeout = min(timeout, opts.MaxTimeout)
+	timeout := callTimeout(inv.Args, inv.Timeout, opts)
 	req := backend.Request{Command: a.Command, Timeout: timeout}
 	if rp, ok := inv.Paths["workdir"]; ok {
 		req.Dir = rp.Resolved

@@ -90,6 +90,11 @@ type Definition struct {
 	Output       OutputPolicy
 	// Timeout is the default time a call may take; zero means the environment's default.
 	Timeout time.Duration
+	// CallTimeout, for a tool whose arguments may set their own timeout, returns the time a
+	// call with these (validated) arguments may take, given the default def. The pipeline
+	// hands it to the handler as Invocation.Timeout and sets its safety deadline past it.
+	// Nil means def.
+	CallTimeout func(args json.RawMessage, def time.Duration) time.Duration
 	// Paths lists the paths a call touches, from its validated arguments. Nil for tools that
 	// name no paths.
 	Paths   func(args json.RawMessage) ([]PathRef, error)
