@@ -162,9 +162,19 @@ func TestHelperCacheChecks(t *testing.T) {
 				t.Fatalf("mode = %q, notes %q: want session mode with a note containing %q", d.Mode, d.Notes, tc.refusal)
 			}
 			t.Logf("mode %s, notes %q", d.Mode, d.Notes)
-			// Commands run either way.
-			if res := mustExec(t, env, backend.Request{Command: "echo hi"}); string(res.Stdout) != "hi\n" {
+			// Commands run either way; the first result says why it runs slower than asked.
+			res := mustExec(t, env, backend.Request{Command: "echo hi"})
+			if string(res.Stdout) != "hi\n" {
 				t.Errorf("stdout %q", res.Stdout)
+			}
+			if !tc.agent && !hasString(res.Notes, tc.refusal) {
+				t.Errorf("first result's notes %q do not say why the helper is not in use (%q)", res.Notes, tc.refusal)
+			}
+			if tc.agent && hasString(res.Notes, "not in use") {
+				t.Errorf("notes %q speak of a fallback that did not happen", res.Notes)
+			}
+			if again := mustExec(t, env, backend.Request{Command: "true"}); hasString(again.Notes, "not in use") {
+				t.Errorf("the fallback note is repeated on every result: %q", again.Notes)
 			}
 			if _, err := os.Stat(ran); err == nil {
 				t.Errorf("the planted helper ran")

@@ -245,8 +245,11 @@ type Env struct {
 	mode      string
 	notes     []string
 	sandboxed bool // the helper confines commands with the kernel sandbox
-	closed    bool
-	closing   chan struct{}
+	// owed are notes for the next command's result: why the last connection runs in a
+	// slower mode than configured.
+	owed    []string
+	closed  bool
+	closing chan struct{}
 }
 
 // maxCommandSessions stays under OpenSSH's default MaxSessions of 10.

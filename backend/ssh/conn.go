@@ -367,6 +367,7 @@ func (e *Env) connect(ctx context.Context) (*link, error) {
 	notes = append(notes, sbNotes...)
 	e.mu.Lock()
 	e.workspace, e.home, e.shell, e.mode, e.notes, e.sandboxed = p.workspace, p.home, p.shell, mode, notes, sandboxed
+	e.owed = append(e.owed, notes...)
 	e.mu.Unlock()
 	e.log.Debug("connected", "mode", mode, "duration_ms", time.Since(start).Milliseconds())
 	return l, nil

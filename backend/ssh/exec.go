@@ -75,6 +75,11 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 	if reconnected && err == nil {
 		res.Notes = append(res.Notes, "reconnected to "+e.cfg.target()+" before the command ran")
 	}
+	if err == nil {
+		e.mu.Lock()
+		res.Notes, e.owed = append(e.owed, res.Notes...), nil
+		e.mu.Unlock()
+	}
 	return res, err
 }
 
