@@ -267,7 +267,7 @@ func (w *walker) programHere(p *program, args []arg, in stdin, seg string, moved
 		w.operandPaths(p, s, s.operands, seg)
 	}
 	for _, inner := range s.execs {
-		w.findExec(inner, s.operands, w.filtered(p, s), in, seg)
+		w.findExec(inner, s.operands, w.filtered(p, s), findName(s), in, seg)
 	}
 	if p.changesDir {
 		w.changeDir(s.operands)

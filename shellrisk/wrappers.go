@@ -222,12 +222,25 @@ func (w *walker) codeRunner(p *program, s scanned, in stdin, seg string) {
 	}
 }
 
+// findName returns the pattern of find's first -name or -iname, if any.
+func findName(s scanned) arg {
+	for _, v := range s.values {
+		if v.flag == "-name" || v.flag == "-iname" {
+			return v.val
+		}
+	}
+	return arg{}
+}
+
 // findExec judges the command of find -exec, once per root with {} standing for it, so
 // that find / -exec rm -rf {} + is judged as rm -rf /.
 //
 // When the expression narrows the files (-name __pycache__), {} is never the root itself
 // but something below it.
-func (w *walker) findExec(inner []arg, roots []arg, filtered bool, in stdin, seg string) {
+//
+// A -name PATTERN stands for the files {} may be: find . -name .env -exec cat {} \; reads
+// ./.env, and -name '*.key' may reach a key.
+func (w *walker) findExec(inner []arg, roots []arg, filtered bool, name arg, in stdin, seg string) {
 	if len(inner) == 0 {
 		return
 	}
@@ -239,8 +252,12 @@ func (w *walker) findExec(inner []arg, roots []arg, filtered bool, in stdin, seg
 	}
 	for _, root := range roots {
 		if filtered {
-			root.text = strings.TrimSuffix(root.text, "/") + "/{}"
-			root.glob = false
+			leaf := "{}"
+			if name.text != "" && !name.dynamic {
+				leaf = name.text
+			}
+			root.text = strings.TrimSuffix(root.text, "/") + "/" + leaf
+			root.glob = name.text != "" && hasUnescapedGlob(name.text)
 		}
 		cmd := make([]arg, len(inner))
 		for i, a := range inner {
