@@ -2,96 +2,70 @@ package mcpserver_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/airlock-dev/airlock/approval"
 	"github.com/airlock-dev/airlock/approval/pending"
-	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/local"
-	"github.com/airlock-dev/airlock/fileops"
-	"github.com/airlock-dev/airlock/jobs"
+	"github.com/airlock-dev/airlock/configs"
+	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/mcpserver"
-	"github.com/airlock-dev/airlock/pathpolicy"
-	"github.com/airlock-dev/airlock/pipeline"
-	"github.com/airlock-dev/airlock/receipt"
-	"github.com/airlock-dev/airlock/terminal"
-	"github.com/airlock-dev/airlock/tool"
 )
-
-// session is a runtime session built the way the runtime builds one: path policy, the
-// approval gate with the MCP approver, the ledger, the local backend.
-type session struct {
-	id  string
-	p   *pipeline.Pipeline
-	env backend.Environment
-}
-
-func (s *session) ID() string                                               { return s.id }
-func (s *session) Run(ctx context.Context, c pipeline.Call) pipeline.Result { return s.p.Run(ctx, c) }
-func (s *session) Environment() backend.Environment                         { return s.env }
 
 type fixture struct {
 	ws     string
 	ledger string
 	store  *pending.Store
 	srv    *mcpserver.Server
-	jobs   *jobs.Manager
 }
 
 type fixtureOpts struct {
 	ttl        time.Duration
 	elicitWait time.Duration
+	// config is added to the fixture's airlock.toml.
+	config string
 }
 
+// newFixture builds the server the way `airlock mcp` does: the runtime from a config (local
+// backend on a temporary workspace, its own state directory), the MCP approver over the
+// pending store, one session.
 func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	t.Helper()
-	ws := t.TempDir()
-	state := t.TempDir()
-	env, err := local.New(local.Config{Workspace: ws, DefaultTimeout: 60 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Close(context.Background()) })
-	ledgerPath := filepath.Join(state, "receipts.jsonl")
-	ledger, err := receipt.Open(ledgerPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ledger.Close() })
-	store, err := pending.Open(filepath.Join(state, "approvals"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	must(t, os.MkdirAll(ws, 0o755))
+	cfg, err := configs.Parse([]byte(`[environment]
+type = "local"
+workspace = "ws"
+timeout = 60
+[ledger]
+path = "state/receipts.jsonl"
+[jobs]
+promote_after = "20s"
+max_wait = "10s"
+`+fo.config), dir)
+	must(t, err)
+	store, err := pending.Open(cfg.ApprovalsDir())
+	must(t, err)
 	ap := mcpserver.NewApprover(store, mcpserver.ApproverOptions{TTL: fo.ttl, ElicitWait: fo.elicitWait})
-	jm := jobs.NewManager(jobs.Options{Ledger: ledger})
-	t.Cleanup(func() { _ = jm.Close(context.Background()) })
-
-	reg := tool.NewRegistry()
-	must(t, reg.Register(terminal.Definition(terminal.Options{Jobs: jm, PromoteAfter: 20 * time.Second})))
-	for _, d := range jobs.Tools(jm, jobs.ToolOptions{MaxWait: 10 * time.Second}) {
-		must(t, reg.Register(d))
-	}
-	pol, err := pathpolicy.New(pathpolicy.DefaultConfig(), pathpolicy.WithProtectedFiles(ledgerPath))
-	must(t, err)
-	must(t, fileops.Register(reg, fileops.OptionsFrom(pol.Config())))
-	acfg := approval.DefaultConfig()
-	acfg.AllowWrite = true
-	gate, err := approval.NewGate(acfg, approval.WithApprover(ap))
-	must(t, err)
-	p, err := pipeline.New(pipeline.Options{
-		Registry: reg, Env: env, Ledger: ledger, Policy: pol, SessionID: "s1",
-		Approval: &approval.Step{Gate: gate, CommandTool: terminal.Name},
+	eng, err := engine.New(context.Background(), cfg, engine.WithApprover(ap), engine.WithSessionTTL(-1), engine.WithEphemeralSessions())
+	t.Cleanup(func() {
+		if eng != nil {
+			_ = eng.Close(context.Background())
+		}
 	})
+	must(t, err)
+	sess, err := eng.Session(context.Background(), "s1")
 	must(t, err)
 	srv, err := mcpserver.New(context.Background(), mcpserver.Options{
-		Registry: reg, Session: &session{id: "s1", p: p, env: env}, Approver: ap, ApprovalWaitMax: 10 * time.Second,
+		Registry: eng.Registry(), Session: sess, Approver: ap, ApprovalWaitMax: 10 * time.Second,
+		Toolsets: cfg.Tools.Enabled, AllowedTools: cfg.Policy.AllowedTools,
 	})
 	must(t, err)
-	return &fixture{ws: ws, ledger: ledgerPath, store: store, srv: srv, jobs: jm}
+	return &fixture{ws: cfg.WorkspaceDir(), ledger: cfg.LedgerPath(), store: store, srv: srv}
 }
 
 func must(t *testing.T, err error) {

@@ -15,7 +15,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlock-dev/airlock/approval/pending"
+	"github.com/airlock-dev/airlock/backend/local"
+	"github.com/airlock-dev/airlock/mcpserver"
 	"github.com/airlock-dev/airlock/receipt"
+	"github.com/airlock-dev/airlock/tool"
 )
 
 type result struct {
@@ -369,4 +372,73 @@ func waitLedger(t *testing.T, path string, match func(receipt.Line) bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatal("ledger line not found")
+}
+
+// A write that needs a person shows them the diff of the change.
+func TestElicitationShowsWriteDiff(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOpts{config: "[approvals]\nallow_write = false\n"})
+	must(t, os.WriteFile(filepath.Join(f.ws, "notes.txt"), []byte("keep\nold line\n"), 0o644))
+	var shown string
+	cs := f.connect(t, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		shown = req.Params.Message
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve_once"}}, nil
+	}})
+	r := call(t, cs, "write_file", map[string]any{"path": "notes.txt", "content": "keep\nnew line\n"})
+	if r.err || r.status() != "ok" {
+		t.Fatalf("write: %+v", r)
+	}
+	for _, want := range []string{"--- notes.txt", " keep", "-old line", "+new line", "risk:    write", "backend: local"} {
+		if !strings.Contains(shown, want) {
+			t.Fatalf("person was shown %q, missing %q", shown, want)
+		}
+	}
+}
+
+// [tools] enabled decides what is listed; a tool whose program is missing is not listed,
+// and Check says why.
+func TestToolsetsAndNeeds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOpts{config: "[tools]\nenabled = [\"files\"]\n"})
+	cs := f.connect(t, nil)
+	lt, err := cs.ListTools(context.Background(), nil)
+	must(t, err)
+	var names []string
+	for _, tl := range lt.Tools {
+		names = append(names, tl.Name)
+	}
+	if got := strings.Join(names, ","); got != "approval_wait,patch,read_file,search_files,write_file" {
+		t.Fatalf("listed %s", got)
+	}
+
+	env, err := local.New(local.Config{Workspace: t.TempDir()})
+	must(t, err)
+	t.Cleanup(func() { _ = env.Close(context.Background()) })
+	reg := tool.NewRegistry()
+	for _, d := range []tool.Definition{
+		{Name: "needs_missing", Toolset: "terminal", Needs: []tool.Need{{Programs: []string{"airlock-no-such-program"}, Why: "it runs it"}}},
+		{Name: "needs_sh", Toolset: "terminal", Needs: []tool.Need{{Programs: []string{"airlock-no-such-program", "sh"}}}},
+		{Name: "web_thing", Toolset: "web"},
+		{Name: "not_allowed", Toolset: "files"},
+	} {
+		d.Risk, d.InputSchema = tool.RiskRead, json.RawMessage(`{"type":"object"}`)
+		d.Handler = func(context.Context, *tool.Invocation) (*tool.Output, error) { return nil, nil }
+		must(t, reg.Register(d))
+	}
+	got := map[string]mcpserver.Availability{}
+	for _, a := range mcpserver.Check(context.Background(), reg, env, []string{"terminal", "files"}, []string{"needs_missing", "needs_sh", "web_thing"}) {
+		got[a.Name] = a
+	}
+	if a := got["needs_missing"]; a.Listed || !strings.Contains(a.Why, "airlock-no-such-program") || !strings.Contains(a.Why, "it runs it") {
+		t.Errorf("needs_missing: %+v", a)
+	}
+	if a := got["needs_sh"]; !a.Listed {
+		t.Errorf("needs_sh: %+v", a)
+	}
+	if a := got["web_thing"]; a.Listed || !strings.Contains(a.Why, `toolset "web"`) {
+		t.Errorf("web_thing: %+v", a)
+	}
+	if a := got["not_allowed"]; a.Listed || !strings.Contains(a.Why, "allowed_tools") {
+		t.Errorf("not_allowed: %+v", a)
+	}
 }
