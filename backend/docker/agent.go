@@ -2,9 +2,6 @@ package docker
 
 import (
 	"context"
-	"crypto/sha256"
-	"debug/elf"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,9 +18,6 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/agent"
 )
-
-// helloTimeout bounds how long a starting helper has to answer.
-const helloTimeout = 15 * time.Second
 
 // agentConn is one running helper: an attached exec whose stdin and stdout carry the agent
 // protocol.
@@ -47,7 +41,11 @@ func (a *agentConn) alive() bool {
 // close ends the stream (the helper kills what still runs and exits) and waits a little for
 // the exec to end.
 func (a *agentConn) close(ctx context.Context) {
-	_ = a.client.Close()
+	if a.client != nil {
+		_ = a.client.Close()
+	} else {
+		_ = a.hij.CloseWrite()
+	}
 	select {
 	case <-a.demuxed:
 	case <-ctx.Done():
@@ -74,99 +72,66 @@ func (w *hijackWriter) Close() error {
 // binaryInfo is what the backend knows about an agent binary: its digest, or why it cannot
 // be used.
 type binaryInfo struct {
-	sha     string
+	sha     string // the digest of every file installed (see [agent.Binary.Digest])
 	size    int64
 	problem string
+	bin     *agent.Binary
 }
-
-var binaryCache sync.Map // path|size|mtime -> binaryInfo
 
 // checkBinary decides whether the binary at p can run as the helper in an image of the given
-// architecture: a static linux ELF for that machine.
+// architecture: a linux ELF for that machine, shipped with its loader and libraries when it
+// is dynamically linked.
 func checkBinary(p, arch string) binaryInfo {
-	fi, err := os.Stat(p)
+	b, err := agent.Inspect(p)
+	if err == nil {
+		err = b.CheckGOARCH(arch)
+	}
 	if err != nil {
-		return binaryInfo{problem: fmt.Sprintf("agent binary %s: %v", p, err)}
+		return binaryInfo{problem: err.Error()}
 	}
-	k := fmt.Sprintf("%s|%d|%d|%s", p, fi.Size(), fi.ModTime().UnixNano(), arch)
-	if v, ok := binaryCache.Load(k); ok {
-		return v.(binaryInfo)
-	}
-	info := inspectBinary(p, arch)
-	binaryCache.Store(k, info)
-	return info
-}
-
-var machines = map[string]elf.Machine{
-	"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64, "386": elf.EM_386, "arm": elf.EM_ARM,
-	"ppc64le": elf.EM_PPC64, "s390x": elf.EM_S390, "riscv64": elf.EM_RISCV,
-}
-
-func inspectBinary(p, arch string) binaryInfo {
-	f, err := elf.Open(p)
-	if err != nil {
-		return binaryInfo{problem: fmt.Sprintf("agent binary %s is not an ELF executable: %v", p, err)}
-	}
-	defer f.Close()
-	if want, ok := machines[arch]; ok && f.Machine != want {
-		return binaryInfo{problem: fmt.Sprintf("agent binary %s is for %s, the image is %s", p, f.Machine, arch)}
-	}
-	for _, prog := range f.Progs {
-		if prog.Type == elf.PT_INTERP {
-			return binaryInfo{problem: fmt.Sprintf("agent binary %s is dynamically linked and may not load in the image; build it with CGO_ENABLED=0 and set environment.docker.agent_binary", p)}
-		}
-	}
-	h := sha256.New()
-	r, err := os.Open(p)
-	if err != nil {
-		return binaryInfo{problem: fmt.Sprintf("agent binary %s: %v", p, err)}
-	}
-	defer r.Close()
-	n, err := io.Copy(h, r)
-	if err != nil {
-		return binaryInfo{problem: fmt.Sprintf("agent binary %s: %v", p, err)}
-	}
-	return binaryInfo{sha: hex.EncodeToString(h.Sum(nil)), size: n}
-}
-
-// agentBinary is the configured binary or the running executable.
-func (e *Env) agentBinary() (string, error) {
-	if e.cfg.AgentBinary != "" {
-		return e.cfg.AgentBinary, nil
-	}
-	p, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("locate the running executable: %w", err)
-	}
-	return p, nil
+	return binaryInfo{sha: b.Digest, size: b.Size, bin: b}
 }
 
 // checkHelper finds the helper binary and checks it can run in the image; the problem, if
 // any, is in the result.
 func (e *Env) checkHelper() (string, binaryInfo) {
-	bin, err := e.agentBinary()
+	bin, err := agent.Executable(e.cfg.AgentBinary)
 	if err != nil {
 		return "", binaryInfo{problem: err.Error()}
 	}
 	return bin, checkBinary(bin, e.imgArch)
 }
 
+// helperPaths are where the helper's executable and, for a dynamically linked one, its
+// loader and libraries are installed: /.airlock/agent-DIGEST and /.airlock/agent-DIGEST.d.
+func helperPaths(info binaryInfo) (exe, libDir string) {
+	exe = path.Join(markDir, "agent-"+info.sha[:16])
+	return exe, exe + ".d"
+}
+
 // startAgent makes sure the helper in the container is the binary checked when the session
 // started, installing it if not, and starts it. The error says why the helper cannot be
 // used; the caller falls back to one exec per command.
 func (e *Env) startAgent(ctx context.Context, id string) (*agentConn, error) {
-	bin, info := e.helperBin, e.helper
+	info := e.helper
 	if info.problem != "" {
 		return nil, errors.New(info.problem)
 	}
-	target := path.Join(markDir, "agent-"+info.sha[:16])
-	if err := e.installAgent(ctx, id, bin, info.sha, target); err != nil {
-		return nil, err
+	exe, libDir := helperPaths(info)
+	for i, f := range info.bin.Files {
+		dir, target := markDir, exe
+		if i > 0 {
+			dir, target = libDir, path.Join(libDir, f.Name)
+		}
+		if err := e.installAgent(ctx, id, f.Path, f.SHA256, dir, target); err != nil {
+			return nil, err
+		}
 	}
-	cmd := []string{target, "agent"}
+	args := []string{"agent"}
 	if !e.cfg.ReadOnlyRootfs {
-		cmd = append(cmd, "--touch", lastUseFile)
+		args = append(args, "--touch", lastUseFile)
 	}
+	cmd := info.bin.Argv(exe, libDir, args...)
 	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
 	x, err := e.cli.ContainerExecCreate(cctx, id, container.ExecOptions{
@@ -180,7 +145,7 @@ func (e *Env) startAgent(ctx context.Context, id string) (*agentConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker exec attach (helper): %w", err)
 	}
-	a := &agentConn{hij: hij, execID: x.ID, stderr: backend.NewCappedBuffer(4 << 10), demuxed: make(chan struct{})}
+	a := &agentConn{hij: hij, execID: x.ID, stderr: agent.NewStderr(), demuxed: make(chan struct{})}
 	pr, pw := io.Pipe()
 	go func() {
 		_, err := stdcopy.StdCopy(pw, a.stderr, hij.Reader)
@@ -190,23 +155,19 @@ func (e *Env) startAgent(ctx context.Context, id string) (*agentConn, error) {
 		_ = pw.CloseWithError(err)
 		close(a.demuxed)
 	}()
-	a.client = agent.NewClient(pr, &hijackWriter{hij: &a.hij}, agent.ClientOptions{Logger: e.log.Named("agent")})
-	hctx, hcancel := context.WithTimeout(ctx, helloTimeout)
-	defer hcancel()
-	if err := a.client.Ready(hctx); err != nil {
+	l, err := agent.Launch(ctx, pr, &hijackWriter{hij: &a.hij}, a.stderr, e.log.Named("agent"))
+	if err != nil {
 		a.close(ctx)
-		msg := strings.TrimSpace(string(a.stderr.Bytes()))
-		if msg != "" {
-			return nil, fmt.Errorf("helper did not start: %s", msg)
-		}
-		return nil, fmt.Errorf("helper did not start: %w", err)
+		return nil, err
 	}
-	e.log.Debug("helper started", "container", shortID(id), "path", target)
+	a.client = l.Client
+	e.log.Debug("helper started", "container", shortID(id), "path", exe, "static", info.bin.Static())
 	return a, nil
 }
 
-// installScript makes sure, as root, that $2 is the helper with SHA-256 $3, in a directory
-// $1 that only root can write, and installs it from stdin when it is not. Nothing found in
+// installScript makes sure, as root, that $2 is the helper file with SHA-256 $3, in a
+// directory $1 that only root can write (made when missing, inside a directory the previous
+// file's install checked), and installs it from stdin when it is not. Nothing found in
 // the container is trusted: a directory that others can write is made private again (or set
 // aside when it is not root's), and an existing file runs only if it is root's, writable by
 // root only, and its digest is the expected one. Without sha256sum in the image the file is
@@ -217,6 +178,7 @@ func (e *Env) startAgent(ctx context.Context, id string) (*agentConn, error) {
 const installScript = `d=$1 t=$2 want=$3
 safe() { set -- "$2" $(ls -ldn "$1" 2>/dev/null); case "$2" in "$1"????-??-*) [ "$4" = 0 ];; *) false;; esac; }
 digest() { command -v sha256sum >/dev/null 2>&1 && s=$(sha256sum "$1" 2>/dev/null) && echo "${s%% *}"; }
+[ -e "$d" ] || [ -L "$d" ] || mkdir -m 755 "$d" 2>/dev/null
 if ! safe "$d" d; then
 	if [ -d "$d" ] && [ ! -L "$d" ] && chmod go-w "$d" 2>/dev/null && safe "$d" d; then
 		rm -f "$t"
@@ -241,14 +203,14 @@ echo installed`
 // it is not, with an exec as root. The directory is the root-owned /.airlock: in a writable
 // root filesystem a directory of the image's filesystem made when the container was created,
 // with a read-only one a tmpfs of its own (the archive API cannot see into a tmpfs).
-func (e *Env) installAgent(ctx context.Context, id, bin, sha, target string) error {
+func (e *Env) installAgent(ctx context.Context, id, bin, sha, dir, target string) error {
 	f, err := os.Open(bin)
 	if err != nil {
 		return fmt.Errorf("agent binary: %w", err)
 	}
 	defer f.Close()
 	res, err := e.rawExec(ctx, id, rawExec{
-		user: "0:0", cmd: []string{"/bin/sh", "-c", installScript, "install", markDir, target, sha}, stdin: f,
+		user: "0:0", cmd: []string{"/bin/sh", "-c", installScript, "install", dir, target, sha}, stdin: f,
 	})
 	if err != nil {
 		return fmt.Errorf("install helper: %w", err)

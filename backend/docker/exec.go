@@ -55,7 +55,7 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		if mode == ModeAgent {
 			res, err = a.client.Exec(ctx, agent.Request{
 				Argv: req.Argv, Command: req.Command, Dir: dir, Workspace: e.cfg.Workdir,
-				Env: mergeEnv(base, env), Stdin: req.Stdin, Timeout: timeout,
+				Env: agent.MergeEnv(base, env), Stdin: req.Stdin, Timeout: timeout,
 				KillGrace: e.cfg.KillGrace, MaxOutputBytes: capBytes,
 			})
 			if errors.Is(err, backend.ErrUnavailable) && !errors.Is(err, backend.ErrClosed) {
@@ -84,23 +84,6 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 			"duration_ms", res.Duration.Milliseconds(), "timed_out", res.TimedOut, "cancelled", res.Cancelled)
 		return res, nil
 	}
-}
-
-// mergeEnv lays the command's variables over the container's.
-func mergeEnv(base, over []string) []string {
-	out := make([]string, 0, len(base)+len(over))
-	seen := make(map[string]bool, len(over))
-	for _, kv := range over {
-		name, _, _ := strings.Cut(kv, "=")
-		seen[name] = true
-	}
-	for _, kv := range base {
-		name, _, _ := strings.Cut(kv, "=")
-		if !seen[name] {
-			out = append(out, kv)
-		}
-	}
-	return append(out, over...)
 }
 
 // ready returns the notes owed to the next Result, repairing the environment first when the
@@ -252,6 +235,9 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	e.notes = nil
 	if disabled != "" {
 		e.notes = append(e.notes, disabled)
+	}
+	if mode == ModeAgent && e.helper.bin != nil && !e.helper.bin.Static() {
+		e.notes = append(e.notes, e.helper.bin.LinkNote())
 	}
 	if e.egressNet != "" {
 		e.notes = append(e.notes, "the container reaches only [network] allow_domains, through Airlock's egress proxy ("+e.egressURL+") on the internal network "+e.cfg.Network)

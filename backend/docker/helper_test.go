@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/agent/agenttest"
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/backend/docker/dockertest"
 )
@@ -176,5 +177,34 @@ func TestHelperPartOfFingerprint(t *testing.T) {
 	defer cancel()
 	for _, e := range []*docker.Env{envOff, envOn, envOn2} {
 		_ = e.Close(ctx)
+	}
+}
+
+// TestHelperFromDefaultBuild runs the helper from airlock as `go build ./cmd/airlock` makes
+// it with a C compiler present — dynamically linked — in an image that has no C library at
+// all: the helper comes with its loader and libraries, and commands do not inherit them.
+func TestHelperFromDefaultBuild(t *testing.T) {
+	dockertest.Client(t)
+	for _, readOnly := range []bool{false, true} {
+		t.Run(map[bool]string{false: "writable_rootfs", true: "read_only_rootfs"}[readOnly], func(t *testing.T) {
+			cfg := testConfig(t, dockertest.Workspace(t), docker.ModeAgent)
+			cfg.AgentBinary = agenttest.DefaultBuild(t)
+			cfg.ReadOnlyRootfs = readOnly
+			cfg.ReuseContainer = false
+			env := newEnv(t, cfg)
+			d := env.Describe()
+			if d.Mode != docker.ModeAgent || !d.Capabilities.ResidentHelper {
+				t.Fatalf("mode %q, notes %q", d.Mode, d.Notes)
+			}
+			if !strings.Contains(strings.Join(d.Notes, "\n"), "dynamically linked") {
+				t.Errorf("notes do not say how the helper runs: %q", d.Notes)
+			}
+			if out := sh(t, env, "ls /lib/libc.so.6 /lib64 2>&1; env | grep -c '^LD_' ; true"); !strings.Contains(out, "No such file") || !strings.HasSuffix(out, "0") {
+				t.Errorf("the image has a C library, or a command inherited the loader's settings: %q", out)
+			}
+			if got := sh(t, env, "echo ok"); got != "ok" {
+				t.Errorf("echo: %q", got)
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/agent/agenttest"
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/backend/docker/dockertest"
 )
@@ -21,6 +22,7 @@ var prefix = fmt.Sprintf("airlocktest_%d_", os.Getpid())
 func TestMain(m *testing.M) {
 	code := m.Run()
 	dockertest.RemoveContainers(prefix)
+	agenttest.Remove()
 	os.Exit(code)
 }
 

@@ -4,9 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"debug/elf"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -22,9 +19,6 @@ import (
 	"github.com/airlock-dev/airlock/backend/agent"
 )
 
-// helperReady bounds the wait for a started helper's hello.
-const helperReady = 10 * time.Second
-
 // helper is the resident `airlock agent` on one long-lived session of a link.
 type helper struct {
 	session *gossh.Session
@@ -37,73 +31,27 @@ func (h *helper) close() {
 	_ = h.session.Close()
 }
 
-// helperBinary is the local helper binary, hashed once per Env.
+// helperBinary is the local helper binary, inspected once per Env.
 type helperBinary struct {
 	once sync.Once
-	path string
-	sum  string // hex SHA-256
-	arch string // uname -m spelling of its machine
+	bin  *agent.Binary
 	err  error
-}
-
-// unameMachine maps ELF machines to what `uname -m` prints.
-var unameMachine = map[elf.Machine]string{
-	elf.EM_X86_64:  "x86_64",
-	elf.EM_AARCH64: "aarch64",
-	elf.EM_386:     "i686",
-	elf.EM_ARM:     "armv7l",
-	elf.EM_RISCV:   "riscv64",
-	elf.EM_PPC64:   "ppc64le",
-	elf.EM_S390:    "s390x",
 }
 
 func (b *helperBinary) load(configured string) {
 	b.once.Do(func() {
-		p := configured
-		if p == "" {
-			exe, err := os.Executable()
-			if err != nil {
-				b.err = fmt.Errorf("agent_binary: %w", err)
-				return
-			}
-			if strings.HasSuffix(exe, ".test") {
-				b.err = errors.New("agent_binary: the running executable is a test binary; set agent_binary")
-				return
-			}
-			p = exe
-		}
-		f, err := elf.Open(p)
-		if err != nil {
-			b.err = fmt.Errorf("agent_binary %s: not a linux executable: %w", p, err)
-			return
-		}
-		b.arch = unameMachine[f.Machine]
-		for _, prog := range f.Progs {
-			if prog.Type == elf.PT_INTERP {
-				b.err = fmt.Errorf("agent_binary %s is dynamically linked; build it with CGO_ENABLED=0", p)
-			}
-		}
-		_ = f.Close()
-		if b.err != nil {
-			return
-		}
-		data, err := os.Open(p)
+		p, err := agent.Executable(configured)
 		if err != nil {
 			b.err = fmt.Errorf("agent_binary: %w", err)
 			return
 		}
-		defer data.Close()
-		h := sha256.New()
-		if _, err := io.Copy(h, data); err != nil {
-			b.err = fmt.Errorf("agent_binary: %w", err)
-			return
-		}
-		b.path, b.sum = p, hex.EncodeToString(h.Sum(nil))
+		b.bin, b.err = agent.Inspect(p)
 	})
 }
 
 // helperName is the helper's file name in the remote cache, or "" when no helper is wanted
-// or none can be had.
+// or none can be had. A dynamically linked helper's loader and libraries go in the
+// directory of the same name plus ".d".
 func (e *Env) helperName() string {
 	if e.cfg.Mode != ModeAuto {
 		return ""
@@ -112,7 +60,7 @@ func (e *Env) helperName() string {
 	if e.bin.err != nil {
 		return ""
 	}
-	return "agent-" + e.bin.sum
+	return "agent-" + e.bin.bin.Digest
 }
 
 // startHelper starts the helper from the remote cache on a session of its own and waits for
@@ -124,8 +72,8 @@ func (e *Env) startHelper(ctx context.Context, l *link, p remoteInfo) error {
 	if name == "" {
 		return e.bin.err
 	}
-	if os, arch, _ := strings.Cut(p.os, " "); os != "Linux" || arch != e.bin.arch {
-		return fmt.Errorf("remote is %q, agent_binary is linux %s", p.os, e.bin.arch)
+	if err := e.bin.bin.CheckUname(p.os); err != nil {
+		return err
 	}
 	args := e.cfg.sandboxArgs(p.workspace)
 	h, err := e.launchHelper(ctx, l, name, args)
@@ -177,19 +125,19 @@ func (e *Env) launchHelper(ctx context.Context, l *link, name, args string) (*he
 		_ = s.Close()
 		return nil, fmt.Errorf("helper stdout: %w", err)
 	}
-	stderr := backend.NewCappedBuffer(16 << 10)
+	stderr := agent.NewStderr()
 	s.Stderr = stderr
 	nonce := newNonce()
-	if err := s.Start(shellLine(helperScript(nonce, name, e.bin.sum, args))); err != nil {
+	if err := s.Start(shellLine(helperScript(nonce, name, e.bin.bin, args))); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("start helper: %w", err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, helperReady)
+	rctx, cancel := context.WithTimeout(ctx, agent.HelloTimeout)
 	defer cancel()
 	status, stream, err := readStatus(rctx, stdout, nonce)
 	if err != nil {
 		_ = s.Close()
-		return nil, fmt.Errorf("helper did not start: %w (stderr: %s)", err, strings.TrimSpace(string(stderr.Bytes())))
+		return nil, agent.StartError(err, stderr)
 	}
 	word, why, _ := strings.Cut(status, " ")
 	switch word {
@@ -204,31 +152,42 @@ func (e *Env) launchHelper(ctx context.Context, l *link, name, args string) (*he
 		_ = s.Close()
 		return nil, fmt.Errorf("helper did not start: unexpected status %q", status)
 	}
-	c := agent.NewClient(stream, stdin, agent.ClientOptions{Logger: e.log.Named("agent")})
-	if err := c.Ready(rctx); err != nil {
-		_ = c.Close()
+	launched, err := agent.Launch(ctx, stream, stdin, stderr, e.log.Named("agent"))
+	if err != nil {
 		_ = s.Close()
-		if msg := strings.TrimSpace(string(stderr.Bytes())); msg != "" {
-			return nil, fmt.Errorf("helper did not start: %w (stderr: %s)", err, msg)
-		}
-		return nil, fmt.Errorf("helper did not start: %w", err)
+		return nil, err
 	}
-	return &helper{session: s, client: c, stderr: stderr}, nil
+	return &helper{session: s, client: launched.Client, stderr: stderr}, nil
 }
 
-// uploadHelper copies the helper binary into the remote cache through a session's stdin
-// (see [uploadScript]).
+// uploadHelper copies the helper's files into the remote cache, each through a session's
+// stdin (see [uploadScript]): the executable as name, a dynamically linked one's loader and
+// libraries into name.d.
 func (e *Env) uploadHelper(ctx context.Context, l *link, name string) error {
-	f, err := os.Open(e.bin.path)
+	start := time.Now()
+	for i, f := range e.bin.bin.Files {
+		target := name
+		if i > 0 {
+			target = name + ".d/" + f.Name
+		}
+		if err := e.uploadFile(ctx, l, f, target); err != nil {
+			return err
+		}
+	}
+	e.log.Info("helper uploaded", "name", name, "files", len(e.bin.bin.Files), "duration_ms", time.Since(start).Milliseconds())
+	return nil
+}
+
+func (e *Env) uploadFile(ctx context.Context, l *link, file agent.File, target string) error {
+	f, err := os.Open(file.Path)
 	if err != nil {
 		return fmt.Errorf("agent_binary: %w", err)
 	}
 	defer f.Close()
-	start := time.Now()
 	uctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	nonce := newNonce()
-	out, errOut, code, err := runShort(uctx, l, uploadScript(nonce, name, e.bin.sum), f)
+	out, errOut, code, err := runShort(uctx, l, uploadScript(nonce, target, file.SHA256), f)
 	if err != nil {
 		return fmt.Errorf("upload helper: %w", err)
 	}
@@ -236,15 +195,14 @@ func (e *Env) uploadHelper(ctx context.Context, l *link, name string) error {
 	word, why, _ := strings.Cut(status, " ")
 	switch {
 	case code == 0 && word == "ok":
+		return nil
 	case word == "refuse":
 		return fmt.Errorf("remote helper cache refused: %s", why)
 	case ok:
-		return fmt.Errorf("upload helper to ~/.cache/airlock/%s: %s", name, why)
+		return fmt.Errorf("upload helper to ~/.cache/airlock/%s: %s", target, why)
 	default:
-		return fmt.Errorf("upload helper to ~/.cache/airlock/%s: exit %d: %s", name, code, strings.TrimSpace(string(errOut)))
+		return fmt.Errorf("upload helper to ~/.cache/airlock/%s: exit %d: %s", target, code, strings.TrimSpace(string(errOut)))
 	}
-	e.log.Info("helper uploaded", "name", name, "duration_ms", time.Since(start).Milliseconds())
-	return nil
 }
 
 // helperCache is the shell prelude of [helperScript] and [uploadScript]. It makes sure
@@ -281,21 +239,42 @@ if ! dir "$d" && [ -d "$d" ] && [ ! -L "$d" ] && [ "$(stat -c %u -- "$d")" = "$u
 //
 // The helper itself runs with an empty environment: it is handed each command's whole
 // environment and must not leak its own.
-func helperScript(nonce, name, sum, args string) string {
-	return helperCache(nonce, name) + `if [ -L "$f" ] || [ ! -f "$f" ]; then say stale "is missing or not a regular file"; exit 3; fi
+func helperScript(nonce, name string, bin *agent.Binary, args string) string {
+	var b strings.Builder
+	b.WriteString(helperCache(nonce, name) + `if [ -L "$f" ] || [ ! -f "$f" ]; then say stale "is missing or not a regular file"; exit 3; fi
 closed -- "$f" && [ -x "$f" ] || { say stale "is not an executable owned by uid $u and closed to group and others"; exit 3; }
-s=$(sha256sum < "$f") && [ "${s%% *}" = ` + sum + ` ] || { say stale "has another sha256"; exit 3; }
-say ok
-exec env -i HOME="$HOME" PATH=` + remotePath + ` "$f" agent` + args + `
-`
+s=$(sha256sum < "$f") && [ "${s%% *}" = ` + bin.Files[0].SHA256 + ` ] || { say stale "has another sha256"; exit 3; }
+`)
+	run := `"$f" agent`
+	if !bin.Static() {
+		b.WriteString(`l="$f.d"
+{ [ ! -L "$l" ] && dir "$l"; } || { say stale "library directory $l is missing or not the user's and closed"; exit 3; }
+`)
+		for _, lib := range bin.Files[1:] {
+			b.WriteString(`g="$l/` + lib.Name + `"
+{ [ ! -L "$g" ] && [ -f "$g" ] && closed -- "$g"; } || { say stale "$g is missing or not the user's and closed"; exit 3; }
+s=$(sha256sum < "$g") && [ "${s%% *}" = ` + lib.SHA256 + ` ] || { say stale "$g has another sha256"; exit 3; }
+`)
+		}
+		run = `"$l/` + bin.Interp + `" --library-path "$l" "$f" agent`
+	}
+	b.WriteString(`say ok
+exec env -i HOME="$HOME" PATH=` + remotePath + ` ` + run + args + `
+`)
+	return b.String()
 }
 
 // uploadScript writes stdin to a new file (mktemp: created exclusively, 0600, in the
 // checked cache), checks its hash and renames it over the helper's name. It prints
 // "<nonce> ok" on success; otherwise a "refuse" or "fail" status and exits 3.
 func uploadScript(nonce, name, sum string) string {
-	return helperCache(nonce, name) + `if [ -d "$f" ] && [ ! -L "$f" ]; then say fail "$f is a directory"; exit 3; fi
-t=$(mktemp "$d/.agent-XXXXXXXXXX") || { say fail "mktemp in $d failed"; exit 3; }
+	return helperCache(nonce, name) + `p="${f%/*}"
+if [ "$p" != "$d" ]; then
+	[ -e "$p" ] || [ -L "$p" ] || mkdir -m 700 -- "$p" 2>/dev/null
+	{ [ ! -L "$p" ] && dir "$p"; } || { say refuse "$p is not a directory (nor a symlink) owned by uid $u and closed to group and others"; exit 3; }
+fi
+if [ -d "$f" ] && [ ! -L "$f" ]; then say fail "$f is a directory"; exit 3; fi
+t=$(mktemp "$p/.agent-XXXXXXXXXX") || { say fail "mktemp in $p failed"; exit 3; }
 if cat > "$t" && chmod 700 -- "$t" && s=$(sha256sum < "$t") && [ "${s%% *}" = ` + sum + ` ]; then
 	# mv would move into a directory that a symlink at $f points to.
 	[ ! -L "$f" ] || rm -f -- "$f"
@@ -333,7 +312,7 @@ func (e *Env) execHelper(ctx context.Context, l *link, req backend.Request, dir 
 		Command:        req.Command,
 		Dir:            dir,
 		Workspace:      ws,
-		Env:            dedupEnv(env),
+		Env:            agent.MergeEnv(nil, env),
 		Stdin:          req.Stdin,
 		Timeout:        timeout,
 		KillGrace:      e.cfg.KillGrace,
@@ -358,22 +337,6 @@ func (e *Env) execHelper(ctx context.Context, l *link, req backend.Request, dir 
 	e.log.Debug("exec finished", "mode", ModeAgent, "exit_code", res.ExitCode,
 		"duration_ms", res.Duration.Milliseconds(), "timed_out", res.TimedOut, "cancelled", res.Cancelled)
 	return res, nil
-}
-
-// dedupEnv keeps the last value of each name, in first-seen order.
-func dedupEnv(env []string) []string {
-	idx := map[string]int{}
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if i, ok := idx[name]; ok {
-			out[i] = kv
-			continue
-		}
-		idx[name] = len(out)
-		out = append(out, kv)
-	}
-	return out
 }
 
 // readStatus reads r up to and including the line "<nonce> <status>" and returns the status

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlock-dev/airlock/backend/agent"
 )
 
 // TestHelperScripts runs the scripts that install and start the helper under the local
@@ -147,7 +149,7 @@ func TestHelperScripts(t *testing.T) {
 					t.Errorf("upload left %q behind", left)
 				}
 			}
-			status, after := runScript(t, home, helperScript("nonce-run", name, hexSum, ""), nil)
+			status, after := runScript(t, home, helperScript("nonce-run", name, &agent.Binary{Files: []agent.File{{Name: "airlock", SHA256: hexSum}}}, ""), nil)
 			if !statusIs(status, tc.wantRun) {
 				t.Errorf("start: status %q, want %q", status, tc.wantRun)
 			}

@@ -1,6 +1,7 @@
 package ssh_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/agent"
+	"github.com/airlock-dev/airlock/backend/agent/agenttest"
 	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/backend/ssh/sshtest"
 )
@@ -243,4 +246,37 @@ func fileOwner(fi fs.FileInfo) int {
 		return int(st.Uid)
 	}
 	return -1
+}
+
+// TestHelperFromDefaultBuild runs the helper from airlock as `go build ./cmd/airlock` makes
+// it with a C compiler present — dynamically linked — shipped with its loader and libraries
+// into the remote cache.
+func TestHelperFromDefaultBuild(t *testing.T) {
+	srv := sshtest.Start(t)
+	cfg := srv.Config
+	cfg.Mode = ssh.ModeAuto
+	cfg.AgentBinary = agenttest.DefaultBuild(t)
+	env := newEnv(t, cfg)
+	d := env.Describe()
+	if d.Mode != ssh.ModeAgent || !d.Capabilities.ResidentHelper {
+		t.Fatalf("mode %q, notes %q", d.Mode, d.Notes)
+	}
+	if !strings.Contains(strings.Join(d.Notes, "\n"), "dynamically linked") {
+		t.Errorf("notes do not say how the helper runs: %q", d.Notes)
+	}
+	res, err := env.Exec(context.Background(), backend.Request{Command: "env | grep -c '^LD_'; echo ok"})
+	if err != nil || res.ExitCode != 1 && res.ExitCode != 0 || !strings.HasSuffix(strings.TrimSpace(string(res.Stdout)), "0\nok") {
+		t.Errorf("exec: %v %+v %q", err, res, res.Stdout)
+	}
+	// The loader and libraries sit beside the executable, in the checked cache.
+	b, err := agent.Inspect(cfg.AgentBinary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib := filepath.Join(srv.Home, ".cache", "airlock", "agent-"+b.Digest+".d")
+	for _, f := range b.Files[1:] {
+		if fi, err := os.Lstat(filepath.Join(lib, f.Name)); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: %v %v", f.Name, fi, err)
+		}
+	}
 }

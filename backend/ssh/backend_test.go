@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/agent/agenttest"
 	"github.com/airlock-dev/airlock/backend/backendtest"
 	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/backend/ssh/sshtest"
@@ -15,6 +16,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	sshtest.CleanupBinaries()
+	agenttest.Remove()
 	os.Exit(code)
 }
 

@@ -357,6 +357,9 @@ func (e *Env) connect(ctx context.Context) (*link, error) {
 			notes = append(notes, "resident helper not in use ("+helperErr.Error()+"): one session per command")
 		} else {
 			mode = ModeAgent
+			if !e.bin.bin.Static() {
+				notes = append(notes, e.bin.bin.LinkNote())
+			}
 		}
 	}
 	sandboxed, sbNotes, err := e.checkSandbox(l, helperErr)

@@ -1,0 +1,69 @@
+// Package agenttest builds airlock the way a user gets it, for the tests that show the
+// resident helper runs from that build.
+package agenttest
+
+import (
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+var build struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// DefaultBuild returns airlock built with `go build ./cmd/airlock` and cgo enabled, as
+// `go build` and `go install` do by default on a machine with a C compiler: a dynamically
+// linked binary. It is built once per test process. Without a C compiler the build comes
+// out static and the test is skipped, since it would show nothing.
+func DefaultBuild(t testing.TB) string {
+	t.Helper()
+	build.once.Do(func() {
+		dir, err := os.MkdirTemp("", "airlock-default-build-")
+		if err != nil {
+			build.err = err
+			return
+		}
+		p := filepath.Join(dir, "airlock")
+		cmd := exec.Command("go", "build", "-o", p, "github.com/airlock-dev/airlock/cmd/airlock")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		build.out, build.err = cmd.CombinedOutput()
+		build.path = p
+	})
+	if build.err != nil {
+		t.Fatalf("go build ./cmd/airlock (CGO_ENABLED=1): %v\n%s", build.err, build.out)
+	}
+	if !Dynamic(t, build.path) {
+		t.Skip("the default build came out statically linked (no C compiler?): nothing to show")
+	}
+	return build.path
+}
+
+// Dynamic reports whether the ELF file at p asks for a program interpreter.
+func Dynamic(t testing.TB, p string) bool {
+	t.Helper()
+	f, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return true
+		}
+	}
+	return false
+}
+
+// Remove deletes the binary DefaultBuild made; call it from TestMain after the tests.
+func Remove() {
+	if build.path != "" {
+		_ = os.RemoveAll(filepath.Dir(build.path))
+	}
+}
