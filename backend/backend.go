@@ -172,3 +172,20 @@ var (
 	// connection lost); a retry may succeed.
 	ErrUnavailable = errors.New("environment unavailable")
 )
+
+// Baseliner is implemented by environments that can time the raw alternative they stand
+// in for — the docker CLI's exec, an OpenSSH multiplexed session — so that `airlock bench`
+// gives its figures beside that alternative, timed in the same run on the same target.
+type Baseliner interface {
+	Baseline(ctx context.Context) (*Baseline, error)
+}
+
+// Baseline is one raw alternative to time.
+type Baseline struct {
+	// Name says what is timed, e.g. "docker exec CONTAINER true (CLI)".
+	Name string
+	// Run runs `true` the raw way once.
+	Run func(ctx context.Context) error
+	// Close releases what Baseline set up (an OpenSSH master connection).
+	Close func()
+}

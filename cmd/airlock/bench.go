@@ -69,6 +69,9 @@ type benchResult struct {
 	RawP90 float64 `json:"raw_p90_ms,omitempty"`
 	RawP99 float64 `json:"raw_p99_ms,omitempty"`
 	Ratio  float64 `json:"ratio_p50,omitempty"`
+	// Baseline is the raw alternative the backend stands in for — the docker CLI's exec,
+	// OpenSSH's ControlMaster — timed in the same run against the same target.
+	Baseline *benchBaseline `json:"baseline,omitempty"`
 	// Idle is how many idle processes the run started on this host first (--idle).
 	Idle int `json:"idle,omitempty"`
 	// Notes are the environment's own (Describe): above all, why it fell back from a faster
@@ -83,6 +86,7 @@ func runBench(args []string, s stdio) int {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	mode := fs.String("mode", "", "how the backend starts commands, for backends with modes (docker: agent|exec; ssh: agent|session)")
 	configFile := fs.String("config", "", "config file (default: airlock.toml if present, else defaults)")
+	baseline := fs.Bool("baseline", true, "also time the raw alternative the backend stands in for (docker: the docker CLI's exec; ssh: OpenSSH ControlMaster), in the same run")
 	idle := fs.Int("idle", 0, "start this many idle processes on this host first (killed after), as on a busy machine")
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -179,6 +183,9 @@ func runBench(args []string, s stdio) int {
 			r.Ratio = math.Round(r.P50/r.RawP50*100) / 100
 		}
 	}
+	if *baseline {
+		r.Baseline = timeBaseline(ctx, env, *n)
+	}
 	if *asJSON {
 		out, _ := json.Marshal(r)
 		fmt.Fprintln(s.out, string(out))
@@ -192,10 +199,55 @@ func runBench(args []string, s stdio) int {
 	if raw {
 		fmt.Fprintf(s.out, "  without Airlock, same run (%s): p50 %.2f ms, p90 %.2f ms, p99 %.2f ms; ratio at p50 %.2f\n", r.Raw, r.RawP50, r.RawP90, r.RawP99, r.Ratio)
 	}
+	if b := r.Baseline; b != nil && b.Error != "" {
+		fmt.Fprintf(s.out, "  same run, %s: not timed: %s\n", b.Name, b.Error)
+	} else if b != nil {
+		fmt.Fprintf(s.out, "  same run, %s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms (%.1fx the p50 above)\n", b.Name, b.P50, b.P90, b.P99, b.P50/max(r.P50, 0.001))
+	}
 	for _, note := range r.Notes {
 		fmt.Fprintf(s.out, "  note: %s\n", note)
 	}
 	return 0
+}
+
+// benchBaseline is the raw alternative's figures, or why it could not be timed.
+type benchBaseline struct {
+	Name  string  `json:"name"`
+	P50   float64 `json:"p50_ms,omitempty"`
+	P90   float64 `json:"p90_ms,omitempty"`
+	P99   float64 `json:"p99_ms,omitempty"`
+	Error string  `json:"error,omitempty"`
+}
+
+// timeBaseline times the raw alternative the environment stands in for, when it names one
+// ([backend.Baseliner]).
+func timeBaseline(ctx context.Context, env backend.Environment, n int) *benchBaseline {
+	bl, ok := env.(backend.Baseliner)
+	if !ok {
+		return nil
+	}
+	b, err := bl.Baseline(ctx)
+	if err != nil {
+		return &benchBaseline{Name: "raw alternative", Error: err.Error()}
+	}
+	defer b.Close()
+	out := &benchBaseline{Name: b.Name}
+	if err := b.Run(ctx); err != nil { // warm-up
+		out.Error = err.Error()
+		return out
+	}
+	times := make([]float64, 0, n)
+	for range n {
+		start := time.Now()
+		if err := b.Run(ctx); err != nil {
+			out.Error = err.Error()
+			return out
+		}
+		times = append(times, ms(time.Since(start)))
+	}
+	sort.Float64s(times)
+	out.P50, out.P90, out.P99 = percentile(times, 50), percentile(times, 90), percentile(times, 99)
+	return out
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
