@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/agent/agenttest"
 	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/backend/ssh/sshtest"
 )
@@ -35,6 +36,12 @@ func BenchmarkExec(b *testing.B) {
 		cfg := srv.Config
 		cfg.Mode = ssh.ModeAuto
 		cfg.AgentBinary = sshtest.AirlockBinary(b)
+		run(b, cfg)
+	})
+	b.Run("agent-default-build", func(b *testing.B) {
+		cfg := srv.Config
+		cfg.Mode = ssh.ModeAuto
+		cfg.AgentBinary = agenttest.DefaultBuild(b)
 		run(b, cfg)
 	})
 	b.Run("openssh-controlmaster", func(b *testing.B) {
