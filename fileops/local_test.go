@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/local"
+	"github.com/airlock-dev/airlock/backend/sandbox"
 	"github.com/airlock-dev/airlock/fileops/fileopstest"
 )
 
@@ -82,4 +83,28 @@ func TestLocalBusybox(t *testing.T) {
 		t.Cleanup(func() { _ = env.Close(context.Background()) })
 		return busyboxOnly{Environment: env, dir: dir}
 	})
+}
+
+func newLocalMode(t *testing.T, mode sandbox.Mode) *local.Env {
+	t.Helper()
+	env, err := local.New(local.Config{Workspace: t.TempDir(), Sandbox: local.SandboxConfig{Mode: mode}})
+	if err != nil {
+		t.Fatalf("local.New: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Close(context.Background()) })
+	return env
+}
+
+// TestLocalShellSandboxed runs the suite on the shell road with the kernel sandbox required
+// (the file tools' commands then run under Landlock), and TestLocalShellUnsandboxed with it
+// off; newLocal above is the default, auto.
+func TestLocalShellSandboxed(t *testing.T) {
+	if sandbox.KernelABI() < sandbox.RequiredABI {
+		t.Skip("no Landlock")
+	}
+	fileopstest.Run(t, func(t *testing.T) backend.Environment { return remoteLike{newLocalMode(t, sandbox.ModeLandlock)} })
+}
+
+func TestLocalShellUnsandboxed(t *testing.T) {
+	fileopstest.Run(t, func(t *testing.T) backend.Environment { return remoteLike{newLocalMode(t, sandbox.ModeOff)} })
 }

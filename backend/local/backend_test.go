@@ -72,6 +72,9 @@ func TestConformanceSandboxed(t *testing.T) {
 func requireLandlock(t *testing.T) {
 	t.Helper()
 	if abi := sandbox.KernelABI(); abi < sandbox.RequiredABI {
+		if os.Getenv("AIRLOCK_REQUIRE_LANDLOCK") == "1" {
+			t.Fatalf("Landlock ABI %d, need %d", abi, sandbox.RequiredABI)
+		}
 		t.Skipf("Landlock ABI %d, need %d", abi, sandbox.RequiredABI)
 	}
 }

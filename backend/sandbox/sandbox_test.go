@@ -176,3 +176,23 @@ func TestSplitDirectoryTakesNoNewEntries(t *testing.T) {
 		t.Fatalf("notes do not name the split directory: %s", notes)
 	}
 }
+
+// TestCommandCannotSignalTheStartingThread: the thread a command is started from shares its
+// Landlock domain, so scoping alone would let the command signal it by its thread ID — and a
+// signal to any thread is a signal to the whole process. The seccomp filter refuses signals
+// aimed at the process's PID or that thread's ID.
+func TestCommandCannotSignalTheStartingThread(t *testing.T) {
+	f := newFixture(t, sandbox.Network{})
+	pid := os.Getpid()
+	out, err := f.sh(t, fmt.Sprintf(`for t in /proc/%d/task/*; do tid=${t##*/}; kill -0 $tid 2>/dev/null && echo "reached $tid"; done; python3 -c 'import os, signal
+for t in os.listdir("/proc/%d/task"):
+    try:
+        os.kill(int(t), 0); print("py reached", t)
+    except OSError: pass
+    try:
+        signal.pthread_kill
+    except AttributeError: pass'; true`, pid, pid))
+	if err != nil || strings.Contains(out, "reached") {
+		t.Fatalf("a command could signal a thread of the process that started it: %v\n%s", err, out)
+	}
+}

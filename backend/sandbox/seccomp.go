@@ -110,7 +110,13 @@ func (p *bpfProgram) link() ([]unix.SockFilter, error) {
 // buildFilter returns the filter for the network policy n. With denyUnix, sockets of the
 // unix family are refused too: below Landlock ABI 9 a connect to a pathname socket (the
 // Docker daemon's, an ssh-agent's) is not something Landlock sees.
-func buildFilter(n Network, denyUnix bool) ([]unix.SockFilter, error) {
+//
+// pid and tid are the process that starts the command and the thread it is started from:
+// that thread shares the command's Landlock domain (the command inherits it), so scoping
+// alone would let the command signal it by its thread ID — and a signal to one thread is a
+// signal to the whole process. Every call that aims a signal (or a pidfd) at either is
+// refused; zero leaves the check out.
+func buildFilter(n Network, denyUnix bool, pid, tid int) ([]unix.SockFilter, error) {
 	p := &bpfProgram{labels: map[string]int{}}
 	p.load(offArch)
 	p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, auditArch, "arch_ok", "")
@@ -124,9 +130,23 @@ func buildFilter(n Network, denyUnix bool) ([]unix.SockFilter, error) {
 		p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, uint32(nr), "eperm", "")
 	}
 	p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.SYS_CLONE3, "enosys", "")
+	if pid > 0 {
+		for _, nr := range []uintptr{unix.SYS_KILL, unix.SYS_TKILL, unix.SYS_TGKILL, unix.SYS_RT_SIGQUEUEINFO, unix.SYS_RT_TGSIGQUEUEINFO, unix.SYS_PIDFD_OPEN} {
+			p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, uint32(nr), "signal", "")
+		}
+	}
 	p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.SYS_CLONE, "clone", "")
 	p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.SYS_SOCKET, "socket", "")
 	p.ret(retAllow)
+
+	if pid > 0 {
+		p.label("signal")
+		p.load(offArgs + 0) // the target: a pid, a tid, or a tgid (tgkill)
+		for _, v := range []int{pid, tid, -pid} {
+			p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, uint32(int32(v)), "eperm", "")
+		}
+		p.ret(retAllow)
+	}
 
 	p.label("clone")
 	p.load(offArgs + 8*cloneFlagsArg)
