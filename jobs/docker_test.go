@@ -1,0 +1,81 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend/docker/dockertest"
+	"github.com/airlock-dev/airlock/jobs"
+)
+
+// Jobs run on Docker through the same contract: the helper kills the job's tree, and since
+// the backend does not copy output live the job says so and delivers its output at the end.
+func TestJobsOnDocker(t *testing.T) {
+	prefix := fmt.Sprintf("airlocktest_jobs_%d_", os.Getpid())
+	t.Cleanup(func() { dockertest.RemoveContainers(prefix) })
+	ws := dockertest.Workspace(t)
+	cfg := docker.DefaultConfig()
+	cfg.Image = dockertest.Image(t)
+	cfg.ContainerNamePrefix = prefix
+	cfg.Volumes = []docker.Volume{{Host: ws, Container: "/workspace"}}
+	cfg.Memory = 256 << 20
+	cfg.KillGrace = 500 * time.Millisecond
+	cfg.AgentBinary = dockertest.AgentBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env, err := docker.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Close(context.Background()) })
+
+	m := jobs.NewManager(jobs.Options{})
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	j, err := m.Start(jobs.Spec{SessionID: "s", Env: env, Request: backend.Request{Command: `for i in 1 2 3; do echo line $i; done; echo oops >&2; exit 7`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	text, in := j.Read(0)
+	if in.State != jobs.Exited || in.ExitCode == nil || *in.ExitCode != 7 || !strings.Contains(text, "line 3\n") || !strings.Contains(text, "oops") {
+		t.Fatalf("job: %+v output %q", in, text)
+	}
+
+	k, err := m.Start(jobs.Spec{SessionID: "s", Env: env, Request: backend.Request{Command: `sleep 300 & echo $! > /tmp/job-child.pid; wait`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid string
+	for i := 0; i < 500 && pid == ""; i++ {
+		res, err := env.Exec(ctx, backend.Request{Command: "cat /tmp/job-child.pid 2>/dev/null"})
+		if err == nil {
+			pid = strings.TrimSpace(string(res.Stdout))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if pid == "" {
+		t.Fatal("job never started")
+	}
+	if in, err := m.Kill(ctx, "s", k.ID()); err != nil || in.State != jobs.Killed {
+		t.Fatalf("kill: %+v %v", in, err)
+	}
+	for i := 0; ; i++ {
+		// Exit 0 while the child lives (a zombie awaiting its reaper does not count).
+		res, err := env.Exec(ctx, backend.Request{Command: "[ -e /proc/" + pid + " ] && ! grep -q '^State:.*Z' /proc/" + pid + "/status"})
+		if err == nil && res.ExitCode != 0 {
+			break
+		}
+		if i > 200 {
+			t.Fatalf("job's child %s still alive in the container", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
