@@ -276,7 +276,7 @@ func (e *Engine) reap() {
 		e.mu.Lock()
 		var idle []*Session
 		for _, s := range e.sessions {
-			if s.idleSince(now) > e.ttl {
+			if s.idleSince(now) > e.ttl && !e.runsJobs(s.id) {
 				idle = append(idle, s)
 			}
 		}

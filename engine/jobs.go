@@ -53,3 +53,9 @@ func (e *Engine) closeJobs(ctx context.Context) error {
 func (e *Engine) enabled(toolset string) bool {
 	return slices.Contains(e.cfg.Tools.Enabled, toolset)
 }
+
+// runsJobs reports whether the session has a background job running: such a session is not
+// idle, whatever the time since its last call.
+func (e *Engine) runsJobs(sessionID string) bool {
+	return e.jobs != nil && e.jobs.Running(sessionID) > 0
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/pipeline"
 )
 
@@ -64,4 +65,32 @@ func TestJobsDieWithTheirSession(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("job %d outlived its session", pid)
+}
+
+// A session with a running job is not idle: it is reaped only once the job has ended.
+func TestSessionWithRunningJobIsNotReaped(t *testing.T) {
+	t.Parallel()
+	const ttl = 40 * time.Millisecond
+	e := newEngine(t, newConfig(t, ""), engine.WithSessionTTL(ttl))
+	s, err := e.Session(context.Background(), "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	s.OnClose(func() { close(closed) })
+	res := s.Run(context.Background(), pipeline.Call{ID: "bg", Name: "terminal",
+		Arguments: json.RawMessage(`{"command": "sleep 1", "background": true}`)})
+	if res.Status != pipeline.StatusOK {
+		t.Fatalf("start: %+v", res)
+	}
+	select {
+	case <-closed:
+		t.Fatal("session reaped while its job ran")
+	case <-time.After(600 * time.Millisecond):
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("session not reaped after its job ended")
+	}
 }

@@ -196,6 +196,19 @@ func (m *Manager) Forget(sessionID, id string) {
 	}
 }
 
+// Running counts the session's jobs that have not ended.
+func (m *Manager) Running(sessionID string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, j := range m.jobs {
+		if j.sessionID == sessionID && !j.ended() {
+			n++
+		}
+	}
+	return n
+}
+
 // Get returns the job with id in the session.
 func (m *Manager) Get(sessionID, id string) (*Job, error) {
 	m.mu.Lock()
