@@ -226,18 +226,43 @@ func homeAlias(c string) string {
 func (w *walker) envFile(c string) bool {
 	lc := strings.ToLower(c)
 	base := path.Base(lc)
+	if !w.secretName(lc, base) {
+		return false
+	}
 	for _, not := range w.rules.paths.NotSecretNames {
 		if ok, _ := path.Match(not, base); ok {
 			return false
 		}
 	}
-	for _, pat := range w.rules.paths.SecretNames {
-		if strings.Contains(pat, "/") {
-			if componentsMatch(pat, lc) {
+	return true
+}
+
+func (w *walker) secretName(lc, base string) bool {
+	rs := w.rules
+	if rs.secretExact[base] {
+		return true
+	}
+	for _, s := range rs.secretSuffixes {
+		if strings.HasSuffix(base, s) {
+			return true
+		}
+	}
+	for _, p := range rs.secretPrefixes {
+		if strings.HasPrefix(base, p) {
+			return true
+		}
+	}
+	for _, pat := range rs.secretGlobs {
+		if ok, _ := path.Match(pat, base); ok {
+			return true
+		}
+	}
+	if strings.IndexByte(lc, '/') >= 0 {
+		cs := strings.Split(lc, "/")
+		for _, parts := range rs.secretPaths {
+			if partsMatch(parts, cs) {
 				return true
 			}
-		} else if ok, _ := path.Match(pat, base); ok {
-			return true
 		}
 	}
 	for _, pat := range w.cx.DenyNames {
@@ -252,8 +277,10 @@ func (w *walker) envFile(c string) bool {
 // matches consecutive components of the lower-cased path c, as the file tools' deny_names
 // match.
 func componentsMatch(pattern, c string) bool {
-	parts := strings.Split(strings.Trim(strings.ToLower(pattern), "/"), "/")
-	cs := strings.Split(c, "/")
+	return partsMatch(strings.Split(strings.Trim(strings.ToLower(pattern), "/"), "/"), strings.Split(c, "/"))
+}
+
+func partsMatch(parts, cs []string) bool {
 	for i := 0; i+len(parts) <= len(cs); i++ {
 		all := true
 		for j, part := range parts {

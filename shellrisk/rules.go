@@ -349,6 +349,13 @@ type ruleSet struct {
 	languages map[string]LanguageRule
 	// secretComps are the secret entries split into components, for matching patterns.
 	secretComps [][]string
+	// The secret names, lower-cased and sorted by how they match, so that the check every
+	// path operand goes through is a map lookup in the common case.
+	secretExact    map[string]bool
+	secretSuffixes []string // *.pem
+	secretPrefixes []string // .env.*
+	secretGlobs    []string
+	secretPaths    [][]string
 }
 
 func set(list []string) map[string]bool {
@@ -379,6 +386,22 @@ func compile(rc RulesConfig) (*ruleSet, error) {
 	}
 	for _, e := range rc.Paths.Secrets {
 		rs.secretComps = append(rs.secretComps, secretComps(e)...)
+	}
+	rs.secretExact = map[string]bool{}
+	for _, n := range rc.Paths.SecretNames {
+		n = strings.ToLower(n)
+		switch {
+		case strings.Contains(n, "/"):
+			rs.secretPaths = append(rs.secretPaths, strings.Split(strings.Trim(n, "/"), "/"))
+		case strings.HasPrefix(n, "*") && !strings.ContainsAny(n[1:], "*?[\\"):
+			rs.secretSuffixes = append(rs.secretSuffixes, n[1:])
+		case strings.HasSuffix(n, "*") && !strings.ContainsAny(n[:len(n)-1], "*?[\\"):
+			rs.secretPrefixes = append(rs.secretPrefixes, n[:len(n)-1])
+		case strings.ContainsAny(n, "*?["):
+			rs.secretGlobs = append(rs.secretGlobs, n)
+		default:
+			rs.secretExact[n] = true
+		}
 	}
 	codes := make([]string, 0, len(rc.Reasons))
 	for code := range rc.Reasons {
