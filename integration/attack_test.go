@@ -194,6 +194,7 @@ func TestAttackLocalSandbox(t *testing.T) {
 		fmt.Sprintf("python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", %d), timeout=2)'", port),
 		fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d", port),
 		"kill -TERM $PPID; kill -KILL $PPID",
+		"for t in /proc/$PPID/task/*; do kill -0 ${t##*/} 2>/dev/null && echo reached-thread; done; true",
 		"echo still-alive",
 	}
 	rs = b.calls(reads...)
@@ -202,6 +203,9 @@ func TestAttackLocalSandbox(t *testing.T) {
 	}
 	if exit := rs[11].Metadata.ExitCode; exit == nil || *exit == 0 {
 		t.Errorf("kill of airlock's pid succeeded: %+v", rs[11])
+	}
+	if strings.Contains(rs[12].Content, "reached-thread") {
+		t.Errorf("a command could signal one of airlock's threads: %q", rs[12].Content)
 	}
 	if n := accepted.Load(); n != 0 {
 		t.Errorf("%d TCP connections reached the loopback listener with no network allowed", n)

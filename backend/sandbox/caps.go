@@ -41,8 +41,8 @@ func dropCaps() error {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil && err != unix.EINVAL {
 			return fmt.Errorf("sandbox: drop capability %d from the bounding set: %w", c, err)
 		}
-		_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_LOWER, c, 0, 0)
 	}
+	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 	for _, c := range droppedCaps {
 		i, bit := c/32, uint32(1)<<(c%32)
 		data[i].Effective &^= bit
