@@ -120,7 +120,11 @@ func (w *walker) record(name string, args []arg) {
 	c := Command{Name: name, Argv: make([]string, len(args))}
 	for i, a := range args {
 		c.Argv[i] = a.text
-		if a.dynamic || a.glob || a.procSubst || a.tilde {
+		home := strings.Contains(a.text, homeMark)
+		if home {
+			c.Argv[i] = strings.ReplaceAll(a.text, "/home/"+homeMark, "~")
+		}
+		if a.dynamic || a.glob || a.procSubst || a.tilde || home {
 			c.Unknown = append(c.Unknown, i)
 		}
 	}

@@ -277,6 +277,9 @@ func (w *walker) assign(a *syntax.Assign, seg string) {
 	case a.Value != nil:
 		w.substs(a.Value)
 		v := w.resolve(a.Value)
+		// x='a[$(rm -rf ~)]' is text now, and code as soon as the shell evaluates x as a
+		// number (declare -i, an array index, a nameref).
+		w.subscriptCode(v, seg)
 		switch {
 		case v.jobPID && v.text == dynamicMark && !a.Append && a.Index == nil:
 			w.setVar(name, varValue{jobPID: true})

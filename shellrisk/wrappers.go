@@ -15,8 +15,9 @@ func (w *walker) wrapper(p *program, s scanned, in stdin, seg string) {
 		}
 		inner = s.afterDashDash
 	}
-	// env NAME=VALUE cmd, sudo NAME=VALUE cmd
-	for len(inner) > 0 && !inner[0].dynamic && isAssignment(inner[0].text) {
+	// env NAME=VALUE cmd, sudo NAME=VALUE cmd. For eval and ssh HOST CODE the operands are
+	// shell code, where 'x=1; rm -rf /' is not an assignment the wrapper takes but code.
+	for p.wrapper != wrapShell && len(inner) > 0 && !inner[0].dynamic && isAssignment(inner[0].text) {
 		name, _, _ := strings.Cut(inner[0].text, "=")
 		if w.rules.hijacks(name) {
 			w.add(codeEnvHijack, seg)
