@@ -14,7 +14,7 @@ import (
 	"github.com/airlock-dev/airlock/jobs"
 )
 
-// Jobs run on Docker through the same contract: the helper kills the job's tree, and since
+// Jobs run on Docker (helper mode) through the same contract: the helper kills the job's tree, and since
 // the backend does not copy output live the job says so and delivers its output at the end.
 func TestJobsOnDocker(t *testing.T) {
 	prefix := fmt.Sprintf("airlocktest_jobs_%d_", os.Getpid())
@@ -35,6 +35,14 @@ func TestJobsOnDocker(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = env.Close(context.Background()) })
 
+	exerciseJobs(t, env, "/tmp/job-child.pid")
+}
+
+// exerciseJobs runs a job to its end and kills another's tree on env.
+func exerciseJobs(t *testing.T, env backend.Environment, pidFile string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	m := jobs.NewManager(jobs.Options{})
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	j, err := m.Start(jobs.Spec{SessionID: "s", Env: env, Request: backend.Request{Command: `for i in 1 2 3; do echo line $i; done; echo oops >&2; exit 7`}})
@@ -49,13 +57,13 @@ func TestJobsOnDocker(t *testing.T) {
 		t.Fatalf("job: %+v output %q", in, text)
 	}
 
-	k, err := m.Start(jobs.Spec{SessionID: "s", Env: env, Request: backend.Request{Command: `sleep 300 & echo $! > /tmp/job-child.pid; wait`}})
+	k, err := m.Start(jobs.Spec{SessionID: "s", Env: env, Request: backend.Request{Command: `sleep 300 & echo $! > ` + pidFile + `; wait`}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var pid string
 	for i := 0; i < 500 && pid == ""; i++ {
-		res, err := env.Exec(ctx, backend.Request{Command: "cat /tmp/job-child.pid 2>/dev/null"})
+		res, err := env.Exec(ctx, backend.Request{Command: "cat " + pidFile + " 2>/dev/null"})
 		if err == nil {
 			pid = strings.TrimSpace(string(res.Stdout))
 		}

@@ -1,0 +1,26 @@
+package jobs_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/backend/ssh"
+	"github.com/airlock-dev/airlock/backend/ssh/sshtest"
+)
+
+// Jobs run on SSH (session mode) through the same contract: exit code and output at the
+// end, the remote tree killed.
+func TestJobsOnSSH(t *testing.T) {
+	srv := sshtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	env, err := ssh.New(ctx, srv.Config)
+	if env != nil {
+		t.Cleanup(func() { _ = env.Close(context.Background()) })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	exerciseJobs(t, env, "job-child.pid")
+}
