@@ -38,6 +38,8 @@ type options struct {
 	ttl       *time.Duration
 	ephemeral bool
 	now       func() time.Time
+	// promote turns long foreground commands into jobs ([jobs] promote_after).
+	promote bool
 }
 
 // WithLogger sets the logger (default: none).

@@ -27,8 +27,21 @@ func (e *Engine) assembleJobs() (terminal.Options, error) {
 			return opts, err
 		}
 	}
-	opts.Jobs, opts.PromoteAfter = e.jobs, jc.PromoteAfter.D()
+	opts.Jobs = e.jobs
+	if e.opts.promote {
+		opts.PromoteAfter = jc.PromoteAfter.D()
+	}
 	return opts, nil
+}
+
+// WithJobPromotion lets a long foreground command become a background job after [jobs]
+// promote_after. Only a front end whose sessions outlive one call should ask for it (the
+// MCP server): for `airlock exec` the job would be killed when the command returns.
+func WithJobPromotion() Option {
+	return func(o *options) error {
+		o.promote = true
+		return nil
+	}
 }
 
 // watchJobs ties a session's jobs to its life.

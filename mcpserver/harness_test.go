@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,15 +44,12 @@ workspace = "ws"
 timeout = 60
 [ledger]
 path = "state/receipts.jsonl"
-[jobs]
-promote_after = "20s"
-max_wait = "10s"
-`+fo.config), dir)
+`+jobsTable(fo.config)+fo.config), dir)
 	must(t, err)
 	store, err := pending.Open(cfg.ApprovalsDir())
 	must(t, err)
 	ap := mcpserver.NewApprover(store, mcpserver.ApproverOptions{TTL: fo.ttl, ElicitWait: fo.elicitWait})
-	eng, err := engine.New(context.Background(), cfg, engine.WithApprover(ap), engine.WithSessionTTL(-1), engine.WithEphemeralSessions())
+	eng, err := engine.New(context.Background(), cfg, engine.WithApprover(ap), engine.WithSessionTTL(-1), engine.WithEphemeralSessions(), engine.WithJobPromotion())
 	t.Cleanup(func() {
 		if eng != nil {
 			_ = eng.Close(context.Background())
@@ -97,4 +95,12 @@ func (f *fixture) connect(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSess
 		<-done
 	})
 	return cs
+}
+
+// jobsTable is the fixture's [jobs] table, unless the test brings its own.
+func jobsTable(extra string) string {
+	if strings.Contains(extra, "[jobs]") {
+		return ""
+	}
+	return "[jobs]\npromote_after = \"20s\"\nmax_wait = \"10s\"\n"
 }

@@ -442,3 +442,22 @@ func TestToolsetsAndNeeds(t *testing.T) {
 		t.Errorf("not_allowed: %+v", a)
 	}
 }
+
+// A foreground command still running after [jobs] promote_after comes back with its output
+// so far and a job ID, and goes on as a job.
+func TestLongForegroundCommandBecomesAJob(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOpts{config: "[jobs]\npromote_after = \"1s\"\nmax_wait = \"10s\"\n"})
+	cs := f.connect(t, nil)
+	r := call(t, cs, "terminal", map[string]any{"command": "echo started; sleep 3; echo finished"})
+	data, _ := r.st["data"].(map[string]any)
+	if r.err || data["background"] != true || !strings.Contains(r.text, "started") || !strings.Contains(r.text, "moved to background job") {
+		t.Fatalf("promoted: %+v", r)
+	}
+	job, _ := data["job_id"].(string)
+	w := call(t, cs, "job_wait", map[string]any{"job_id": job})
+	if wd := w.st["data"].(map[string]any); wd["state"] != "exited" || !strings.Contains(w.text, "finished") || strings.Contains(w.text, "started") {
+		t.Fatalf("after promotion: %+v", w)
+	}
+	waitLedger(t, f.ledger, func(l receipt.Line) bool { return l.Event == receipt.EventJobEnded && l.Receipt.JobID == job })
+}
