@@ -153,7 +153,11 @@ func (w *walker) lookup(name arg, seg string) (*program, bool) {
 	if p, ok := w.find(n); ok {
 		return p, true
 	}
-	w.add(codeUnknownProgram, seg)
+	if !w.posix {
+		// In the POSIX reading of bash syntax an unknown name is what dash makes of [[ or
+		// (( 1 + 2 )): a program that is not there. The bash reading judged the name.
+		w.add(codeUnknownProgram, seg)
+	}
 	return nil, false
 }
 

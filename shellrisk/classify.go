@@ -105,7 +105,11 @@ func (c *Classifier) classify(cx Context, command string) Verdict {
 		v.Parsed = false
 		w.add(codeParseError, seg)
 	} else {
+		dialects := bashOnly(f)
 		w.stmts(f.Stmts, stdin{})
+		if dialects {
+			w.posixReading(command)
+		}
 	}
 	if !v.Parsed {
 		v.Commands = v.Commands[:0]

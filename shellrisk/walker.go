@@ -52,8 +52,11 @@ type walker struct {
 	// is set when one was saved under a name only the server knows (curl -O).
 	// leak is set when the stage being walked reads a secret, the environment or a whole
 	// tree; remotes are the git remotes the command added.
-	leak       bool
-	remotes    map[string]bool
+	leak    bool
+	remotes map[string]bool
+	// posix is set while the POSIX sh reading of a command is walked: no $'…', no brace
+	// expansion.
+	posix      bool
 	fetching   bool
 	fetchWrote bool
 	fetched    map[string]bool

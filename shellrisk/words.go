@@ -51,7 +51,7 @@ func (w *walker) expandWords(words []*syntax.Word) []arg {
 	w.splitting = true
 	defer func() { w.splitting = false }()
 	for _, word := range words {
-		if !syntax.SplitBraces(word) {
+		if w.posix || !syntax.SplitBraces(word) {
 			out = appendFields(out, w.resolve(word))
 			continue
 		}
@@ -104,9 +104,13 @@ func (w *walker) resolve(word *syntax.Word) arg {
 			b.WriteString(unescapeLit(v))
 		case *syntax.SglQuoted:
 			a.quoted = true
-			if p.Dollar {
+			switch {
+			case p.Dollar && w.posix:
+				// dash: a $ followed by a quoted string.
+				b.WriteString("$" + p.Value)
+			case p.Dollar:
 				b.WriteString(decodeANSIC(p.Value))
-			} else {
+			default:
 				b.WriteString(p.Value)
 			}
 		case *syntax.DblQuoted:
