@@ -67,6 +67,11 @@ func (w *walker) callArgs(args []arg, in stdin, seg string) {
 		}
 	}
 	name := args[0]
+	if body, ok := w.aliases[name.text]; ok && !name.dynamic && !name.quoted && w.depth < maxDepth {
+		w.calls++
+		w.code(w.expandAlias(body, args[1:]), seg, in, true)
+		return
+	}
 	if def := w.st.funcs[name.text]; def != nil && !name.dynamic && !strings.Contains(name.text, "/") {
 		w.calls++
 		if w.calls > maxCalls {
@@ -84,6 +89,32 @@ func (w *walker) callArgs(args []arg, in stdin, seg string) {
 		return
 	}
 	w.run(args, in, seg)
+}
+
+// expandAlias writes the command an alias call becomes: the alias's text, then the other
+// words, each quoted, except that after an alias ending in a space the next word is
+// expanded too when it is an alias.
+func (w *walker) expandAlias(body string, rest []arg) string {
+	var b strings.Builder
+	b.WriteString(body)
+	chain := strings.HasSuffix(body, " ") || strings.HasSuffix(body, "\t")
+	for _, a := range rest {
+		if !strings.HasSuffix(b.String(), " ") {
+			b.WriteByte(' ')
+		}
+		if next, ok := w.aliases[a.text]; ok && chain && !a.dynamic && !a.quoted {
+			b.WriteString(next)
+			chain = strings.HasSuffix(next, " ")
+			continue
+		}
+		chain = false
+		if a.dynamic {
+			b.WriteString(`"$x"`)
+			continue
+		}
+		b.WriteString("'" + strings.ReplaceAll(a.text, "'", `'\''`) + "'")
+	}
+	return b.String()
 }
 
 // run judges an argument vector: a program and its arguments. Wrappers (sudo, xargs, env…)

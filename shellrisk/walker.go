@@ -54,6 +54,9 @@ type walker struct {
 	// tree; remotes are the git remotes the command added.
 	leak    bool
 	remotes map[string]bool
+	// aliases are the aliases the command defined: dash, busybox sh and bash as sh expand
+	// them, and one ending in a space expands the next word too.
+	aliases map[string]string
 	// posix is set while the POSIX sh reading of a command is walked: no $'…', no brace
 	// expansion.
 	posix      bool

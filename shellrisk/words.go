@@ -109,7 +109,12 @@ func (w *walker) resolve(word *syntax.Word) arg {
 				// dash: a $ followed by a quoted string.
 				b.WriteString("$" + p.Value)
 			case p.Dollar:
-				b.WriteString(decodeANSIC(p.Value))
+				d := decodeANSIC(p.Value)
+				if i := strings.IndexByte(d, 0); i >= 0 {
+					// A NUL ends the C string the program gets: $'rm\x00x' is rm.
+					d = d[:i]
+				}
+				b.WriteString(d)
 			default:
 				b.WriteString(p.Value)
 			}

@@ -186,8 +186,12 @@ func (w *walker) codeRunner(p *program, s scanned, in stdin, seg string) {
 	}
 	if p.assignCode {
 		for _, a := range ops {
-			if _, v, ok := strings.Cut(a.text, "="); ok && !a.dynamic {
+			if name, v, ok := strings.Cut(a.text, "="); ok && !a.dynamic {
 				w.judgeCode(p.language, arg{text: v}, stdin{}, seg, false)
+				if w.aliases == nil {
+					w.aliases = map[string]string{}
+				}
+				w.aliases[name] = v
 			} else if a.dynamic {
 				w.add(codeDynamicCommand, seg)
 			}
