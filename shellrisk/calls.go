@@ -108,11 +108,20 @@ func (w *walker) expandAlias(body string, rest []arg) string {
 			continue
 		}
 		chain = false
-		if a.dynamic {
+		t := a.text
+		switch {
+		case a.dynamic:
 			b.WriteString(`"$x"`)
 			continue
+		case a.glob:
+			// The pattern is expanded after the alias, as it stands.
+			b.WriteString(t)
+			continue
+		case a.tilde && strings.HasPrefix(t, "~"):
+			b.WriteByte('~')
+			t = t[1:]
 		}
-		b.WriteString("'" + strings.ReplaceAll(a.text, "'", `'\''`) + "'")
+		b.WriteString("'" + strings.ReplaceAll(t, "'", `'\''`) + "'")
 	}
 	return b.String()
 }
