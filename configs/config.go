@@ -16,8 +16,6 @@ import (
 
 	"github.com/airlock-dev/airlock/approval"
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/docker"
-	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/pathpolicy"
 	"github.com/airlock-dev/airlock/schema"
 	"github.com/airlock-dev/airlock/urlguard"
@@ -57,16 +55,30 @@ type Environment struct {
 	MaxOutputBytes int64            `toml:"max_output_bytes"`
 	EnvPassthrough []string         `toml:"env_passthrough"`
 	KillGrace      backend.Duration `toml:"kill_grace"`
-	Local          LocalEnv         `toml:"local"`
-	SSH            ssh.Config       `toml:"ssh"`
-	Docker         docker.Config    `toml:"docker"`
+
+	// sections are the backends' own tables, [environment.KIND], each decoded into the type
+	// its record's NewConfig returns (see [backend.Record]); kinds absent from the file hold
+	// their defaults. The config never names a backend: the records say what exists.
+	sections map[string]any
 }
 
-// LocalEnv is the [environment.local] table.
-type LocalEnv struct {
-	// Sandbox is the kernel sandbox for commands: "auto" (default: Landlock wherever the
-	// kernel has it), "landlock" (refuse to run without it) or "off".
-	Sandbox string `toml:"sandbox"`
+// Section returns the decoded [environment.KIND] table of a registered backend, with its
+// defaults where the file says nothing, or nil for an unknown kind. Paths in it are as
+// written; [Config.ResolvedSection] resolves them against the config file.
+func (e *Environment) Section(kind string) any {
+	if s, ok := e.sections[kind]; ok {
+		return s
+	}
+	r, ok := backend.Lookup(kind)
+	if !ok {
+		return nil
+	}
+	if e.sections == nil {
+		e.sections = map[string]any{}
+	}
+	s := r.NewConfig()
+	e.sections[kind] = s
+	return s
 }
 
 // Ledger says where receipts go. An empty Path means the user's state directory (see
@@ -101,9 +113,6 @@ func Default() Config {
 			MaxOutputBytes: backend.DefaultMaxOutputBytes,
 			EnvPassthrough: append([]string(nil), backend.DefaultPassthrough...),
 			KillGrace:      backend.Duration(time.Second),
-			Local:          LocalEnv{Sandbox: "auto"},
-			SSH:            ssh.DefaultConfig(),
-			Docker:         docker.DefaultConfig(),
 		},
 		Ledger:    Ledger{},
 		Tools:     Tools{MaxOutputChars: 50000, Enabled: append([]string(nil), Toolsets...)},
@@ -213,11 +222,46 @@ func Parse(data []byte, dir string) (*Config, error) {
 	if err != nil {
 		return nil, &Error{Err: err}
 	}
-	if undecoded := md.Undecoded(); len(undecoded) > 0 {
-		var vs schema.Violations
-		for _, k := range undecoded {
-			vs = append(vs, schema.Violation{Path: k.String(), Message: "unknown key"})
+	// The backends' sections, each into its record's type.
+	var sections struct {
+		Environment map[string]toml.Primitive `toml:"environment"`
+	}
+	smd, err := toml.Decode(string(data), &sections)
+	if err != nil {
+		return nil, &Error{Err: err}
+	}
+	var vs schema.Violations
+	for kind, prim := range sections.Environment {
+		r, ok := backend.Lookup(kind)
+		if !ok {
+			continue // a common key, or unknown: said below
 		}
+		sec := r.NewConfig()
+		if err := smd.PrimitiveDecode(prim, sec); err != nil {
+			vs = append(vs, schema.Violation{Path: "environment." + kind, Message: err.Error()})
+			continue
+		}
+		if cfg.Environment.sections == nil {
+			cfg.Environment.sections = map[string]any{}
+		}
+		cfg.Environment.sections[kind] = sec
+	}
+	for _, k := range md.Undecoded() {
+		if len(k) >= 2 && k[0] == "environment" {
+			if _, ok := backend.Lookup(k[1]); ok {
+				continue // decoded above
+			}
+		}
+		vs = append(vs, schema.Violation{Path: k.String(), Message: "unknown key"})
+	}
+	for _, k := range smd.Undecoded() {
+		if len(k) >= 3 && k[0] == "environment" {
+			if _, ok := backend.Lookup(k[1]); ok {
+				vs = append(vs, schema.Violation{Path: k.String(), Message: "unknown key"})
+			}
+		}
+	}
+	if len(vs) > 0 {
 		return nil, &Error{Violations: vs}
 	}
 	cfg.Dir = dir
@@ -239,9 +283,44 @@ func Schema() (*schema.Schema, error) {
 		if err != nil {
 			return nil, err
 		}
+		if e.Name() == "airlock.schema.json" {
+			if data, err = withBackends(data); err != nil {
+				return nil, err
+			}
+		}
 		res = append(res, schema.Resource{URL: "https://airlock.dev/schema/" + e.Name(), Data: data})
 	}
+	for _, r := range backend.Records() {
+		res = append(res, schema.Resource{URL: "https://airlock.dev/schema/" + r.Kind + ".schema.json", Data: r.Schema})
+	}
 	return schema.Compile("https://airlock.dev/schema/airlock.schema.json", res...)
+}
+
+// withBackends adds to the top-level schema what the registered backends declare:
+// environment.type is one of their kinds, and [environment.KIND] follows the kind's own
+// schema.
+func withBackends(data []byte) ([]byte, error) {
+	var top map[string]any
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, fmt.Errorf("airlock.schema.json: %w", err)
+	}
+	env, _ := top["properties"].(map[string]any)["environment"].(map[string]any)
+	props, _ := env["properties"].(map[string]any)
+	if props == nil {
+		return nil, errors.New("airlock.schema.json: no environment properties")
+	}
+	kinds := backend.Kinds()
+	enum := make([]any, len(kinds))
+	for i, k := range kinds {
+		enum[i] = k
+		props[k] = map[string]any{"$ref": k + ".schema.json"}
+	}
+	typ, _ := props["type"].(map[string]any)
+	if typ == nil {
+		return nil, errors.New("airlock.schema.json: no environment.type")
+	}
+	typ["enum"] = enum
+	return json.Marshal(top)
 }
 
 func checkSchema(raw map[string]any) schema.Violations {
@@ -272,6 +351,14 @@ func (c *Config) Validate() error {
 		if backend.IsSecretName(strings.TrimRight(p, "*?")) && !strings.ContainsAny(p, "*?[") {
 			vs = append(vs, schema.Violation{Path: "environment.env_passthrough",
 				Message: fmt.Sprintf("%q looks like a secret and would never be passed; remove it", p)})
+		}
+	}
+	if r, ok := backend.Lookup(c.Environment.Type); !ok {
+		vs = append(vs, schema.Violation{Path: "environment.type",
+			Message: fmt.Sprintf("%q is not a backend of this build (have %s)", c.Environment.Type, strings.Join(backend.Kinds(), ", "))})
+	} else if r.Validate != nil {
+		if err := r.Validate(c.Environment.Section(r.Kind)); err != nil {
+			vs = append(vs, schema.Violation{Path: "environment." + r.Kind, Message: err.Error()})
 		}
 	}
 	if err := c.Policy.Validate(); err != nil {

@@ -3,134 +3,74 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sort"
+	"reflect"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/docker"
-	"github.com/airlock-dev/airlock/backend/local"
-	"github.com/airlock-dev/airlock/backend/procgroup"
-	"github.com/airlock-dev/airlock/backend/ssh"
+	_ "github.com/airlock-dev/airlock/backend/all" // every backend of the build registers its record
 	"github.com/airlock-dev/airlock/configs"
 )
 
-// backendFactory opens the environment a config describes for a session key ("" for an
-// environment shared by every session).
-type backendFactory struct {
-	open       func(ctx context.Context, cfg *configs.Config, session string, log hclog.Logger) (backend.Environment, error)
-	perSession bool
-	// mounts are the host directories the environment sees, and where; onHost is true when
-	// it works on host paths directly.
-	mounts func(cfg *configs.Config) (m []mount, onHost bool)
-}
-
-type mount struct{ Host, Inside string }
-
-var backendFactories = map[string]backendFactory{
-	"local": {
-		open: func(_ context.Context, cfg *configs.Config, _ string, log hclog.Logger) (backend.Environment, error) {
-			// airlock's only child processes are the commands it runs: as their subreaper it
-			// inherits what escapes a command's process group (setsid) and kills it.
-			if err := procgroup.EnableSubreaper(); err != nil {
-				log.Warn("subreaper unavailable: processes that call setsid may outlive their command", "error", err)
-			}
-			e := cfg.Environment
-			return local.New(local.Config{
-				Workspace:      cfg.WorkspaceDir(),
-				DefaultTimeout: e.Timeout.D(),
-				MaxOutputBytes: e.MaxOutputBytes,
-				EnvPassthrough: e.EnvPassthrough,
-				KillGrace:      e.KillGrace.D(),
-				Sandbox:        localSandbox(cfg),
-			}, append(localOptions(), local.WithLogger(log))...)
-		},
-		mounts: func(*configs.Config) ([]mount, bool) { return nil, true },
-	},
-	"docker": {
-		open: func(ctx context.Context, cfg *configs.Config, session string, log hclog.Logger) (backend.Environment, error) {
-			c := dockerConfig(cfg)
-			c.Session = session
-			netOpts, err := dockerNetwork(cfg, &c, session, log)
-			if err != nil {
-				return nil, err
-			}
-			return docker.New(ctx, c, append([]docker.Option{docker.WithLogger(log)}, netOpts...)...)
-		},
-		perSession: true,
-		mounts: func(cfg *configs.Config) ([]mount, bool) {
-			var m []mount
-			for _, v := range cfg.Environment.Docker.Volumes {
-				m = append(m, mount{Host: cfg.Abs(v.Host), Inside: v.Container})
-			}
-			return m, false
-		},
-	},
-	"ssh": {
-		open: func(ctx context.Context, cfg *configs.Config, _ string, log hclog.Logger) (backend.Environment, error) {
-			return ssh.New(ctx, sshConfig(cfg), ssh.WithLogger(log))
-		},
-		mounts: func(*configs.Config) ([]mount, bool) { return nil, false },
-	},
-}
-
-// dockerConfig is [environment.docker] with host paths resolved against the config file and
-// the general [environment] limits filled in.
-func dockerConfig(cfg *configs.Config) docker.Config {
-	e := cfg.Environment
-	c := e.Docker
-	c.Volumes = append([]docker.Volume(nil), c.Volumes...)
-	for i := range c.Volumes {
-		c.Volumes[i].Host = cfg.Abs(c.Volumes[i].Host)
+// Section returns a copy of the config's [environment.KIND] for the configured kind, its
+// paths resolved against the config file: what the backend's record opens.
+func section(cfg *configs.Config) (backend.Record, any, error) {
+	kind := cfg.Environment.Type
+	r, ok := backend.Lookup(kind)
+	if !ok {
+		return backend.Record{}, nil, fmt.Errorf("environment.type: %q is not available in this build (have %s)", kind, strings.Join(backend.Kinds(), ", "))
 	}
-	c.AgentBinary = cfg.Abs(c.AgentBinary)
-	c.DefaultTimeout = e.Timeout.D()
-	c.MaxOutputBytes = e.MaxOutputBytes
-	c.EnvPassthrough = e.EnvPassthrough
-	c.KillGrace = e.KillGrace.D()
-	return c
+	sec := copySection(r, cfg.Environment.Section(kind))
+	if res, ok := sec.(backend.Resolver); ok {
+		res.Resolve(cfg.Abs)
+	}
+	return r, sec, nil
 }
 
-// sshConfig is [environment.ssh] with local paths resolved against the config file and the
-// general [environment] limits filled in.
-func sshConfig(cfg *configs.Config) ssh.Config {
+// copySection copies a section through its record's type, so that what one session's
+// environment adjusts (a network, reuse) is its own.
+func copySection(r backend.Record, sec any) any {
+	cp := r.NewConfig()
+	dst, src := reflect.ValueOf(cp).Elem(), reflect.ValueOf(sec).Elem()
+	dst.Set(src)
+	return cp
+}
+
+// open opens the configured backend for a session ("" for one shared by all): its record's
+// constructor with the section, the common [environment] settings and the options the
+// runtime adds for some backends (see options.go).
+func open(ctx context.Context, cfg *configs.Config, session string, log hclog.Logger) (backend.Environment, error) {
+	r, sec, err := section(cfg)
+	if err != nil {
+		return nil, err
+	}
+	extra, err := backendOptions(cfg, sec, session, log)
+	if err != nil {
+		return nil, err
+	}
 	e := cfg.Environment
-	c := e.SSH
-	c.KeyPath = cfg.Abs(c.KeyPath)
-	c.KnownHosts = cfg.Abs(c.KnownHosts)
-	c.AgentBinary = cfg.Abs(c.AgentBinary)
-	c.DefaultTimeout = e.Timeout.D()
-	c.MaxOutputBytes = e.MaxOutputBytes
-	c.KillGrace = e.KillGrace.D()
-	return c
+	return r.Open(ctx, backend.Settings{
+		Section:        sec,
+		Workspace:      cfg.WorkspaceDir(),
+		DefaultTimeout: e.Timeout.D(),
+		MaxOutputBytes: e.MaxOutputBytes,
+		EnvPassthrough: e.EnvPassthrough,
+		KillGrace:      e.KillGrace.D(),
+		Session:        session,
+		Options:        extra,
+		Logger:         log,
+	})
 }
 
 // OpenEnvironment opens the backend environment.type names, on its own, outside any engine:
 // for `airlock bench` and tools that only run commands. session is "" for an environment not
 // tied to a session.
 func OpenEnvironment(ctx context.Context, cfg *configs.Config, session string, log hclog.Logger) (backend.Environment, error) {
-	f, err := factory(cfg.Environment.Type)
-	if err != nil {
-		return nil, err
-	}
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return f.open(ctx, cfg, session, log)
-}
-
-func factory(kind string) (backendFactory, error) {
-	f, ok := backendFactories[kind]
-	if !ok {
-		kinds := make([]string, 0, len(backendFactories))
-		for k := range backendFactories {
-			kinds = append(kinds, k)
-		}
-		sort.Strings(kinds)
-		return backendFactory{}, fmt.Errorf("environment.type: %q is not available in this build (have %s)", kind, strings.Join(kinds, ", "))
-	}
-	return f, nil
+	return open(ctx, cfg, session, log)
 }
 
 // environments hands sessions their environment: the one shared by all, or one of their own
@@ -138,18 +78,19 @@ func factory(kind string) (backendFactory, error) {
 type environments struct {
 	cfg    *configs.Config
 	log    hclog.Logger
-	f      backendFactory
+	rec    backend.Record
+	sec    any // resolved section, for mounts
 	shared backend.Environment
 }
 
 func openEnvironments(ctx context.Context, cfg *configs.Config, log hclog.Logger) (*environments, error) {
-	f, err := factory(cfg.Environment.Type)
+	r, sec, err := section(cfg)
 	if err != nil {
 		return nil, err
 	}
-	v := &environments{cfg: cfg, log: log, f: f}
-	if !f.perSession {
-		if v.shared, err = f.open(ctx, cfg, "", log); err != nil {
+	v := &environments{cfg: cfg, log: log, rec: r, sec: sec}
+	if !r.PerSession {
+		if v.shared, err = open(ctx, cfg, "", log); err != nil {
 			return nil, err
 		}
 	}
@@ -163,11 +104,21 @@ func (v *environments) forSession(ctx context.Context, key string) (backend.Envi
 	if v.shared != nil {
 		return v.shared, false, nil
 	}
-	env, err := v.f.open(ctx, v.cfg, key, v.log)
+	env, err := open(ctx, v.cfg, key, v.log)
 	return env, err == nil, err
 }
 
-func (v *environments) hostMounts() ([]mount, bool) { return v.f.mounts(v.cfg) }
+// hostMounts are the host directories the environment sees and where; onHost is true when
+// its commands see host paths as they are.
+func (v *environments) hostMounts() (mounts []backend.Mount, onHost bool) {
+	if h, ok := v.sec.(backend.OnHost); ok && h.HostWorkspace() {
+		return nil, true
+	}
+	if m, ok := v.sec.(backend.Mounter); ok {
+		return m.Mounts(), false
+	}
+	return nil, false
+}
 
 func (v *environments) close(ctx context.Context) error {
 	if v.shared == nil {

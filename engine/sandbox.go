@@ -22,7 +22,7 @@ func localOptions() []local.Option {
 
 // localSandbox turns the config into the local backend's sandbox: the policy's roots as host
 // paths, Airlock's own files protected, deny_names hidden.
-func localSandbox(cfg *configs.Config) local.SandboxConfig {
+func localSandbox(cfg *configs.Config, sec *local.Section) local.SandboxConfig {
 	ws := cfg.WorkspaceDir()
 	roots := func(rs []string) []string {
 		var out []string
@@ -59,7 +59,7 @@ func localSandbox(cfg *configs.Config) local.SandboxConfig {
 		protected = append(protected, cfg.File)
 	}
 	return local.SandboxConfig{
-		Mode:       sandbox.Mode(cfg.Environment.Local.Sandbox),
+		Mode:       sandbox.Mode(sec.Sandbox),
 		ReadRoots:  append(roots(read), roots(write)...),
 		WriteRoots: roots(write),
 		Protected:  protected,

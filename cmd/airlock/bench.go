@@ -15,41 +15,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/docker"
-	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/configs"
 	"github.com/airlock-dev/airlock/engine"
 )
 
 func init() {
 	register(command{name: "bench", summary: "measure the round trip of a trivial command through an environment", run: runBench})
-}
-
-// benchModes applies --mode to a config, per backend. A backend without modes is absent; a
-// new backend adds a line.
-var benchModes = map[string]func(cfg *configs.Config, mode string) error{
-	"docker": func(cfg *configs.Config, mode string) error {
-		switch mode {
-		case "", docker.ModeAgent:
-			cfg.Environment.Docker.Agent = docker.AgentAuto
-		case docker.ModeExec:
-			cfg.Environment.Docker.Agent = docker.AgentOff
-		default:
-			return fmt.Errorf("--mode %q: want agent or exec", mode)
-		}
-		return nil
-	},
-	"ssh": func(cfg *configs.Config, mode string) error {
-		switch mode {
-		case "", ssh.ModeAgent:
-			cfg.Environment.SSH.Mode = ssh.ModeAuto
-		case ssh.ModeSession, "exec":
-			cfg.Environment.SSH.Mode = ssh.ModeSession
-		default:
-			return fmt.Errorf("--mode %q: want agent or session", mode)
-		}
-		return nil
-	},
 }
 
 // benchResult is the JSON that `airlock bench --json` prints; tests outside the repository
@@ -80,13 +51,13 @@ type benchResult struct {
 }
 
 func runBench(args []string, s stdio) int {
-	fs := newFlagSet("bench", "bench --backend local|docker|ssh [--n N] [--json] [--mode agent|exec|session] [--config FILE]", s)
+	fs := newFlagSet("bench", "bench --backend "+strings.Join(backend.Kinds(), "|")+" [--n N] [--json] [--mode MODE] [--config FILE]", s)
 	kind := fs.String("backend", "", "backend to measure (default: the config's environment.type)")
 	n := fs.Int("n", 100, "commands to time")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	mode := fs.String("mode", "", "how the backend starts commands, for backends with modes (docker: agent|exec; ssh: agent|session)")
+	mode := fs.String("mode", "", "how the backend starts commands, for backends with modes ("+benchModesHelp()+")")
 	configFile := fs.String("config", "", "config file (default: airlock.toml if present, else defaults)")
-	baseline := fs.Bool("baseline", true, "also time the raw alternative the backend stands in for (docker: the docker CLI's exec; ssh: OpenSSH ControlMaster), in the same run")
+	baseline := fs.Bool("baseline", true, "also time the raw alternative the backend stands in for (the CLI a container backend replaces, OpenSSH ControlMaster), in the same run")
 	idle := fs.Int("idle", 0, "start this many idle processes on this host first (killed after), as on a busy machine")
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -101,9 +72,10 @@ func runBench(args []string, s stdio) int {
 	if *kind != "" {
 		cfg.Environment.Type = *kind
 	}
-	if apply, ok := benchModes[cfg.Environment.Type]; ok {
-		if err := apply(cfg, *mode); err != nil {
-			return fail(s, err)
+	// --mode is the backend's own: its record says which it has.
+	if rec, ok := backend.Lookup(cfg.Environment.Type); ok && rec.SetMode != nil {
+		if err := rec.SetMode(cfg.Environment.Section(rec.Kind), *mode); err != nil {
+			return fail(s, fmt.Errorf("--mode: %w", err))
 		}
 	} else if *mode != "" {
 		return fail(s, fmt.Errorf("--mode: backend %q has no modes", cfg.Environment.Type))
@@ -259,4 +231,15 @@ func percentile(sorted []float64, p float64) float64 {
 	}
 	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
 	return math.Round(sorted[max(0, min(i, len(sorted)-1))]*1000) / 1000
+}
+
+// benchModesHelp lists each backend's modes, from the records.
+func benchModesHelp() string {
+	var parts []string
+	for _, r := range backend.Records() {
+		if len(r.Modes) > 0 {
+			parts = append(parts, r.Kind+": "+strings.Join(r.Modes, "|"))
+		}
+	}
+	return strings.Join(parts, "; ")
 }

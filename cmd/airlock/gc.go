@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/configs"
 )
 
@@ -20,7 +20,7 @@ func runGC(args []string, s stdio) int {
 	all := fs.Bool("all", false, "remove every Airlock container, in use or not")
 	allOwners := fs.Bool("all-owners", false, "look at every user's containers, not only those this user created on this host")
 	dryRun := fs.Bool("dry-run", false, "list what would be removed, remove nothing")
-	configFile := fs.String("config", "", "config file naming the daemon (environment.docker.host; default: DOCKER_HOST)")
+	configFile := fs.String("config", "", "config file whose backend sections say where to look (a container daemon's address, …)")
 	minAge := fs.Duration("min-age", time.Minute, "spare stopped containers younger than this (one may be starting)")
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -31,11 +31,18 @@ func runGC(args []string, s stdio) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	items, err := docker.GC(ctx, docker.GCOptions{
-		Host: cfg.Environment.Docker.Host, All: *all, DryRun: *dryRun, MinAge: *minAge, AllOwners: *allOwners,
-	})
-	if err != nil {
-		return fail(s, err)
+	// Every backend that leaves something behind collects it, from its own section of the
+	// config (the daemon address, for Docker).
+	var items []backend.GCItem
+	for _, rec := range backend.Records() {
+		if rec.GC == nil {
+			continue
+		}
+		got, err := rec.GC(ctx, cfg.Environment.Section(rec.Kind), backend.GCOptions{All: *all, DryRun: *dryRun, MinAge: *minAge, AllOwners: *allOwners})
+		if err != nil {
+			return fail(s, err)
+		}
+		items = append(items, got...)
 	}
 	failed, acted, others := false, 0, 0
 	for _, it := range items {

@@ -78,7 +78,7 @@ func runSSHTrust(args []string, s stdio) int {
 		fmt.Fprintln(s.err, "airlock ssh trust:", err)
 		return 1
 	}
-	defaults := cfg.Environment.SSH
+	defaults := *cfg.Environment.Section("ssh").(*ssh.Config)
 	defaults.KnownHosts = cfg.Abs(defaults.KnownHosts)
 	host := rest[0]
 	if _, h, ok := strings.Cut(host, "@"); ok {

@@ -1,0 +1,93 @@
+package docker
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/airlock-dev/airlock/backend"
+)
+
+//go:embed config.schema.json
+var configSchema []byte
+
+func init() {
+	backend.Register(backend.Record{
+		Kind:       "docker",
+		Summary:    "a hardened container per session, through the Engine API",
+		Schema:     configSchema,
+		NewConfig:  func() any { c := DefaultConfig(); return &c },
+		Open:       open,
+		PerSession: true,
+		Modes:      []string{ModeAgent, ModeExec},
+		SetMode: func(section any, mode string) error {
+			c := section.(*Config)
+			switch mode {
+			case "", ModeAgent:
+				c.Agent = AgentAuto
+			case ModeExec:
+				c.Agent = AgentOff
+			default:
+				return fmt.Errorf("mode %q: want %s or %s", mode, ModeAgent, ModeExec)
+			}
+			return nil
+		},
+		GC: func(ctx context.Context, section any, o backend.GCOptions) ([]backend.GCItem, error) {
+			items, err := GC(ctx, GCOptions{Host: section.(*Config).Host, All: o.All, DryRun: o.DryRun, MinAge: o.MinAge, AllOwners: o.AllOwners})
+			out := make([]backend.GCItem, len(items))
+			for i, it := range items {
+				out[i] = backend.GCItem{ID: it.ID, Name: it.Name, State: it.State, Reason: it.Reason, Removed: it.Removed, Err: it.Err, OtherOwner: it.OtherOwner}
+			}
+			return out, err
+		},
+		Capabilities: backend.Capabilities{FilesystemIsolation: true, NetworkIsolation: true, ProcessTreeKill: true, ResidentHelper: true},
+	})
+}
+
+// open starts the container of a session from its record's settings; Options of type
+// [Option] (an egress proxy, a logger) are applied.
+func open(ctx context.Context, s backend.Settings) (backend.Environment, error) {
+	c := *s.Section.(*Config)
+	c.DefaultTimeout = s.DefaultTimeout
+	c.MaxOutputBytes = s.MaxOutputBytes
+	c.EnvPassthrough = s.EnvPassthrough
+	c.KillGrace = s.KillGrace
+	c.Session = s.Session
+	var opts []Option
+	if s.Logger != nil {
+		opts = append(opts, WithLogger(s.Logger))
+	}
+	for _, o := range s.Options {
+		if opt, ok := o.(Option); ok {
+			opts = append(opts, opt)
+		}
+	}
+	return New(ctx, c, opts...)
+}
+
+// Resolve makes the section's host paths absolute.
+func (c *Config) Resolve(abs func(string) string) {
+	c.Volumes = append([]Volume(nil), c.Volumes...)
+	for i := range c.Volumes {
+		c.Volumes[i].Host = abs(c.Volumes[i].Host)
+	}
+	c.AgentBinary = abs(c.AgentBinary)
+}
+
+// Mounts are the host directories the container sees.
+func (c *Config) Mounts() []backend.Mount {
+	var m []backend.Mount
+	for _, v := range c.Volumes {
+		m = append(m, backend.Mount{Host: v.Host, Inside: v.Container})
+	}
+	return m
+}
+
+// NetworkSetting is environment.docker.network.
+func (c *Config) NetworkSetting() string { return c.Network }
+
+var (
+	_ backend.Resolver  = (*Config)(nil)
+	_ backend.Mounter   = (*Config)(nil)
+	_ backend.Networked = (*Config)(nil)
+)

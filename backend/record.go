@@ -1,0 +1,168 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Record is what a backend declares about itself, once, from its package's init — the way
+// a Nomad task driver declares its config schema and capabilities. The config loader, the
+// runtime, `airlock gc` and `airlock bench` work from records, so none of them names a
+// backend type, and a new backend is added by writing its package and one import line in
+// backend/all.
+type Record struct {
+	// Kind is the backend's name: the value of environment.type and the name of its config
+	// section, [environment.KIND].
+	Kind string
+	// Summary says in a few words what the backend is, for help text.
+	Summary string
+	// Schema is the JSON Schema of [environment.KIND] (draft 2020-12, an object).
+	Schema []byte
+	// NewConfig returns a pointer to the section's defaults; the TOML section is decoded
+	// over it.
+	NewConfig func() any
+	// Validate checks a decoded section beyond its schema; nil when the schema says all.
+	Validate func(section any) error
+	// Open starts an environment.
+	Open func(ctx context.Context, s Settings) (Environment, error)
+	// PerSession is true when each session gets an environment of its own (a container
+	// per session); otherwise one environment serves every session.
+	PerSession bool
+	// Modes are the ways the backend can start commands (for bench --mode), the fast one
+	// first; SetMode applies one to a section. Nil for a backend with one way.
+	Modes   []string
+	SetMode func(section any, mode string) error
+	// GC removes what the backend left behind (nil when it leaves nothing).
+	GC func(ctx context.Context, section any, opts GCOptions) ([]GCItem, error)
+	// Capabilities are the most the backend can give; an environment's Describe says what
+	// it gives as configured.
+	Capabilities Capabilities
+	// Commands are backend-specific subcommands (`airlock ssh trust`).
+	Commands []Command
+}
+
+// Settings is what [Record.Open] gets: its section and the settings every backend shares.
+type Settings struct {
+	// Section is the decoded [environment.KIND], of the type NewConfig returns, with
+	// relative paths already resolved against the config file (see [Resolver]).
+	Section any
+	// Workspace is the host workspace (absolute) for backends that work on the host.
+	Workspace      string
+	DefaultTimeout time.Duration
+	MaxOutputBytes int64
+	EnvPassthrough []string
+	KillGrace      time.Duration
+	// Session is the runtime session the environment is for, "" for one shared by all.
+	Session string
+	// Options are extra, backend-specific constructor options the runtime adds (a kernel
+	// sandbox, an egress proxy); a backend ignores what it does not know.
+	Options []any
+	Logger  hclog.Logger
+}
+
+// Resolver is implemented by sections with host paths in them: Resolve makes them
+// absolute with abs (which resolves against the config file's directory).
+type Resolver interface {
+	Resolve(abs func(string) string)
+}
+
+// Mounter is implemented by sections that mount host directories into the environment:
+// the runtime protects Airlock's own files where a mount makes them visible.
+type Mounter interface {
+	Mounts() []Mount
+}
+
+// Networked is implemented by sections that choose the environment's network themselves
+// (Docker's network key): the config refuses one that disagrees with [network] mode.
+type Networked interface {
+	// NetworkSetting is the section's network, "" or "none" for none.
+	NetworkSetting() string
+}
+
+// OnHost is implemented by sections of backends whose commands see the host's own paths
+// (the local backend): the runtime then protects Airlock's files at their host paths.
+type OnHost interface {
+	HostWorkspace() bool
+}
+
+// Mount is a host directory and where the environment sees it.
+type Mount struct{ Host, Inside string }
+
+// GCOptions says what `airlock gc` may remove.
+type GCOptions struct {
+	All, DryRun, AllOwners bool
+	MinAge                 time.Duration
+}
+
+// GCItem is one thing gc looked at: removed (or, on a dry run, would remove), failed, or
+// left alone as another owner's.
+type GCItem struct {
+	ID, Name, State string
+	Reason          string
+	Removed         bool
+	Err             error
+	OtherOwner      string
+}
+
+// Command is a backend's own subcommand.
+type Command struct {
+	Name, Summary string
+	// Run gets the arguments after the name and the section from the config the flags
+	// name (load loads it); it returns the exit code.
+	Run func(args []string, in io.Reader, out, errOut io.Writer, load func(file string) (section any, abs func(string) string, err error)) int
+}
+
+var (
+	recordsMu sync.RWMutex
+	records   = map[string]Record{}
+)
+
+// Register adds a backend's record. It panics on a duplicate or incomplete record: that is
+// a programming error found at start-up.
+func Register(r Record) {
+	if r.Kind == "" || r.NewConfig == nil || r.Open == nil || len(r.Schema) == 0 {
+		panic(fmt.Sprintf("backend: incomplete record %q", r.Kind))
+	}
+	recordsMu.Lock()
+	defer recordsMu.Unlock()
+	if _, dup := records[r.Kind]; dup {
+		panic("backend: duplicate record " + r.Kind)
+	}
+	records[r.Kind] = r
+}
+
+// Lookup returns the record of a kind.
+func Lookup(kind string) (Record, bool) {
+	recordsMu.RLock()
+	defer recordsMu.RUnlock()
+	r, ok := records[kind]
+	return r, ok
+}
+
+// Records returns every registered record, by kind.
+func Records() []Record {
+	recordsMu.RLock()
+	defer recordsMu.RUnlock()
+	out := make([]Record, 0, len(records))
+	for _, r := range records {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
+	return out
+}
+
+// Kinds returns the registered kinds, sorted.
+func Kinds() []string {
+	rs := Records()
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Kind
+	}
+	return out
+}
