@@ -251,6 +251,20 @@ func (w *walker) stateEffects(name string, args []arg, seg string) {
 	}
 }
 
+// hookCode judges the value of a variable the shell later runs or expands as code: the
+// prompts (PS4 is expanded on every command under set -x, $(…) in it runs) and
+// PROMPT_COMMAND.
+func (w *walker) hookCode(name, value, seg string) {
+	switch name {
+	case "PS1", "PS2", "PS3", "PS4":
+		if strings.Contains(value, "$(") || strings.Contains(value, "`") {
+			w.code(": \""+strings.ReplaceAll(value, `"`, `\"`)+"\"", seg, stdin{}, false)
+		}
+	case "PROMPT_COMMAND":
+		w.code(value, seg, stdin{}, false)
+	}
+}
+
 // subscriptCode judges the subscript of a variable name given as text to a built-in that
 // evaluates it (read, printf -v, unset, declare, test -v, let): bash expands a $(…) in
 // it, so 'a[$(rm -rf ~)]' runs rm.

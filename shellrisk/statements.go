@@ -280,6 +280,9 @@ func (w *walker) assign(a *syntax.Assign, seg string) {
 		// x='a[$(rm -rf ~)]' is text now, and code as soon as the shell evaluates x as a
 		// number (declare -i, an array index, a nameref).
 		w.subscriptCode(v, seg)
+		if !v.dynamic {
+			w.hookCode(name, v.text, seg)
+		}
 		switch {
 		case v.jobPID && v.text == dynamicMark && !a.Append && a.Index == nil:
 			w.setVar(name, varValue{jobPID: true})

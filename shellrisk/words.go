@@ -62,7 +62,12 @@ func (w *walker) expandWords(words []*syntax.Word) []arg {
 				out = append(out, arg{text: dynamicMark, dynamic: true})
 				break
 			}
-			out = appendFields(out, w.resolve(ew))
+			a := w.resolve(ew)
+			if a.text == "" && !a.quoted && !a.dynamic {
+				// {rm,-rf,x,}: an empty unquoted field is dropped.
+				continue
+			}
+			out = appendFields(out, a)
 		}
 	}
 	return out
