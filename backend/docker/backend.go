@@ -90,6 +90,7 @@ type Env struct {
 	agent         *agentConn
 	agentStarts   int
 	notes         []string // for Describe
+	userNote      string   // for Describe: whom commands run as, where "auto" chose
 	pendingNotes  []string // for the next Result
 	agentDisabled string   // why the helper is not used, "" if it is or may be
 
@@ -150,6 +151,8 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 		}
 		e.cfg = cfg
 	}
+	cfg.User, e.userNote = resolveUser(cfg)
+	e.cfg.User = cfg.User
 	e.spec, err = buildSpec(cfg, img.ID, e.helper)
 	if err != nil {
 		err = errors.Join(fmt.Errorf("docker: %w", err), e.teardownEgress(context.WithoutCancel(ctx)))
@@ -233,6 +236,9 @@ func (e *Env) Describe() backend.Description {
 			NanoCPUs:       int64(e.cfg.CPUs * 1e9),
 		},
 		Notes: append([]string(nil), e.notes...),
+	}
+	if e.userNote != "" {
+		d.Notes = append(d.Notes, e.userNote)
 	}
 	if strings.HasPrefix(e.cfg.User, "0") || strings.HasPrefix(e.cfg.User, "root") {
 		d.Notes = append(d.Notes, "commands run as root inside the container (environment.docker.user)")

@@ -42,7 +42,8 @@ type Config struct {
 	CPUs float64 `toml:"cpus"`
 	// PidsLimit bounds the number of processes in the container; 0 means the default.
 	PidsLimit int64 `toml:"pids_limit"`
-	// User runs commands as uid:gid (or a name the image knows).
+	// User runs commands as uid:gid (or a name the image knows). "auto" (the default) is the
+	// owner of the mounted workspace, as devcontainers do, or 65534:65534; see [UserAuto].
 	User string `toml:"user"`
 	// ReadOnlyRootfs mounts the image's root filesystem read-only. The helper then lives in
 	// a small root-only tmpfs at /.airlock, whose pages count against Memory.
@@ -133,7 +134,7 @@ func DefaultConfig() Config {
 		Memory:              1 << 30,
 		CPUs:                1,
 		PidsLimit:           256,
-		User:                "65534:65534",
+		User:                UserAuto,
 		IdleTTL:             backend.Duration(30 * time.Minute),
 		Agent:               AgentAuto,
 		DefaultTimeout:      120 * time.Second,
