@@ -29,6 +29,9 @@ const (
 	CodeNotDirectory    = "not_a_directory"
 	CodeBadPattern      = "invalid_pattern"
 	CodeIOError         = "io_error"
+	// CodePermissionDenied: the environment's user may not read or write there. Retrying
+	// does not help; a person must give that user access.
+	CodePermissionDenied = "permission_denied"
 )
 
 // Options are the limits the tools apply; normally [OptionsFrom] the path policy's config.
@@ -203,6 +206,8 @@ func failure(err error, shown string, data any) (*tool.Output, error) {
 		return failed(fe.code, shown+": a parent of this path is a file, not a directory", true, data), nil
 	case pathpolicy.CodeTooLarge:
 		return failed(fe.code, shown+": "+fe.msg, true, data), nil
+	case CodePermissionDenied:
+		return failed(fe.code, shown+": "+fe.msg, false, data), nil
 	default:
 		return failed(CodeIOError, shown+": "+fe.Error(), true, data), nil
 	}

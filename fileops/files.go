@@ -43,6 +43,15 @@ func fsErr(code, format string, a ...any) error {
 	return &fsError{code: code, msg: fmt.Sprintf(format, a...)}
 }
 
+// permissionDenied says who was refused and how to fix it; who is "uid N (name)".
+func permissionDenied(who string) error {
+	if who == "" {
+		who = "the environment's user"
+	}
+	return fsErr(CodePermissionDenied, "permission denied: %s may not do this here. Give that user access "+
+		"(chown or chmod the directory), or, on Docker, let environment.docker.user = \"auto\" run commands as the workspace's owner", who)
+}
+
 func tooLarge(size, max int64) error {
 	return fsErr(pathpolicy.CodeTooLarge, "the file is %d bytes, over the limit of %d", size, max)
 }

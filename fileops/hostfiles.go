@@ -254,6 +254,8 @@ func mapErr(err error) error {
 		return fsErr(CodeNotRegular, "is a directory")
 	case errors.Is(err, syscall.ELOOP), isEscape(err):
 		return fsErr(pathpolicy.CodeSymlinkEscape, "a symbolic link leads out of the allowed directory")
+	case errors.Is(err, fs.ErrPermission):
+		return permissionDenied(fmt.Sprintf("uid %d", os.Getuid()))
 	}
 	return fsErr(CodeIOError, "%s", err.Error())
 }

@@ -3,9 +3,11 @@ package fileops
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/airlock-dev/airlock/pathpolicy"
@@ -136,5 +138,15 @@ func BenchmarkHostFilesDeepWrite(b *testing.B) {
 		if _, err := h.write(context.Background(), p, []byte("x")); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestMapErrPermission: a refusal by file modes on the host is permission_denied, naming the
+// user, whatever root would have been allowed.
+func TestMapErrPermission(t *testing.T) {
+	err := mapErr(&fs.PathError{Op: "open", Path: "x", Err: syscall.EACCES})
+	var fe *fsError
+	if !errors.As(err, &fe) || fe.code != CodePermissionDenied || !strings.Contains(fe.msg, "uid ") {
+		t.Fatalf("mapErr(EACCES) = %v", err)
 	}
 }

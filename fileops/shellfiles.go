@@ -21,15 +21,21 @@ const (
 	exitIO         = 94
 	exitNotDir     = 93
 	exitHardLink   = 92
+	exitDenied     = 91 // the user may not: stderr says which uid
 )
+
+// denied is the shell function the operations call where the environment's user lacks the
+// permission they need: it says which user, for the message, and exits.
+const denied = `denied() { printf 'uid %s (%s)' "$(id -u)" "$(id -un 2>/dev/null)" >&2; exit 91; }
+`
 
 // enterDir is the re-check every shell operation starts with. $1 is the directory policy
 // resolved (no symlink in it) and $2 the file's name. It enters the directory with cd -P and
 // refuses when pwd -P shows that a component has become a link since, or when the file
 // itself has become one; from there on the file is reached as ./name, relative to the
 // directory that was checked.
-const enterDir = `set -f
-cd -P "$1" 2>/dev/null || { [ -e "$1" ] && exit 93; exit 96; }
+const enterDir = denied + `set -f
+cd -P "$1" 2>/dev/null || { [ -d "$1" ] && denied; [ -e "$1" ] && exit 93; exit 96; }
 [ "$(pwd -P)" = "$1" ] || exit 97
 [ -L "./$2" ] && exit 97
 `
@@ -37,6 +43,7 @@ cd -P "$1" 2>/dev/null || { [ -e "$1" ] && exit 93; exit 96; }
 // regular refuses a missing or non-regular ./$2.
 const regular = `[ -e "./$2" ] || exit 96
 [ -f "./$2" ] || exit 95
+[ -r "./$2" ] || denied
 `
 
 // windowScript prints "size lines nul\n" and then, unless the head has a NUL byte, lines
@@ -59,14 +66,15 @@ const readScript = enterDir + regular + `head -c "$3" "./$2"
 // mode (or the umask's), and renames it over the target. Missing parents are created below
 // the deepest existing one, which is entered and checked first. The rename never moves the
 // file into a directory that took the target's place. It prints "created" or "overwritten".
-const writeScript = `set -f
+const writeScript = denied + `set -f
 d=$1
 while [ ! -d "$d" ] && [ ! -L "$d" ]; do d=${d%/*}; [ -n "$d" ] || d=/; done
-cd -P "$d" 2>/dev/null || exit 97
+cd -P "$d" 2>/dev/null || { [ -d "$d" ] && denied; exit 97; }
 [ "$(pwd -P)" = "$d" ] || exit 97
 if [ "$d" != "$1" ]; then
 	rel=${1#"$d"}; rel=${rel#/}
 	[ -e "./$rel" ] && exit 93
+	[ -w . ] || denied
 	mkdir -p "./$rel" || exit 93
 	cd -P "./$rel" || exit 97
 	[ "$(pwd -P)" = "$1" ] || exit 97
@@ -81,6 +89,7 @@ if [ -e "./$2" ]; then
 		mode=$(ls -ldn "./$2" | sed -e 's/^.\(...\)\(...\)\(...\).*/u=\1,g=\2,o=\3/' -e 's/-//g' -e 'y/st/xx/' -e 's/[ST]//g') ;;
 	esac
 fi
+[ -w . ] || denied
 tmp=$(mktemp ./.airlock-XXXXXXXXXX) || exit 94
 trap 'rm -f "$tmp"' EXIT
 cat > "$tmp" || exit 94
@@ -148,6 +157,8 @@ func (s shellFiles) run(ctx context.Context, script string, stdin []byte, maxOut
 		return res, fsErr(CodeNotDirectory, "a parent is not a directory")
 	case exitHardLink:
 		return res, fsErr(pathpolicy.CodeForbiddenPath, "has more than one hard link")
+	case exitDenied:
+		return res, permissionDenied(strings.TrimSpace(string(res.Stderr)))
 	}
 	return res, fsErr(CodeIOError, "exit %d: %s", res.ExitCode, bytes.TrimSpace(res.Stderr))
 }

@@ -56,6 +56,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) backend.Environment) {
 		{"DotDotAfterMissingDir", testDotDotAfterMissing},
 		{"LongAndDeepPaths", testLongPaths},
 		{"GitConfig", testGitConfig},
+		{"PermissionDenied", testPermissionDenied},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
