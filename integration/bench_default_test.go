@@ -34,7 +34,11 @@ type benchOut struct {
 func benchDefaultBuild(t *testing.T, dir, kind string) benchOut {
 	t.Helper()
 	bin := agenttest.DefaultBuild(t)
-	cmd := exec.Command(bin, "bench", "--backend", kind, "--n", "30", "--json")
+	n := "30"
+	if v := os.Getenv("AIRLOCK_BENCH_N"); v != "" { // for figures: AIRLOCK_BENCH_N=200 go test -v -run BenchDefaultBuild
+		n = v
+	}
+	cmd := exec.Command(bin, "bench", "--backend", kind, "--n", n, "--json")
 	cmd.Dir = dir
 	cmd.Env = os.Environ()
 	out, err := cmd.Output()
