@@ -318,3 +318,33 @@ func TestClassifyRecovers(t *testing.T) {
 		t.Fatal("nil lists")
 	}
 }
+
+// TestFamilies checks that the corpus holds a section of cases for every family of issue
+// 11 that a command alone can show (family 11, the policy's context, is TestContext), so
+// that a family cannot lose its cases unnoticed.
+func TestFamilies(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("testdata/corpus.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	family := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "# --- Issue 11, family "); ok {
+			family, _, _ = strings.Cut(rest, ":")
+			continue
+		}
+		if strings.HasPrefix(line, "# --- ") {
+			family = ""
+		}
+		if family != "" && line != "" && !strings.HasPrefix(line, "#") {
+			counts[family]++
+		}
+	}
+	for _, f := range []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "12"} {
+		if counts[f] < 5 {
+			t.Errorf("family %s has %d corpus cases, want at least 5", f, counts[f])
+		}
+	}
+}
