@@ -23,6 +23,13 @@ func (w *walker) call(c *syntax.CallExpr, in stdin) {
 	// The words are expanded before the assignments in front of them take effect, and
 	// those only hold for the command (x=foo true leaves x as it was).
 	args := w.expandWords(c.Args)
+	if len(args) == 0 {
+		// {,} and an empty unquoted $x expand to no words: nothing runs, the assignments hold.
+		for _, a := range c.Assigns {
+			w.assign(a, seg)
+		}
+		return
+	}
 	type prior struct {
 		v  varValue
 		ok bool
