@@ -169,6 +169,13 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 		cerr := e.Close(ctx)
 		return nil, errors.Join(err, cerr)
 	}
+	// A fallback is owed to the first result too, not only to Describe: a caller that reads
+	// results learns why each command costs a docker exec.
+	e.mu.Lock()
+	if e.mode == ModeExec && e.cfg.Agent != AgentOff && e.agentDisabled != "" {
+		e.pendingNotes = append(e.pendingNotes, e.agentDisabled)
+	}
+	e.mu.Unlock()
 	return e, nil
 }
 

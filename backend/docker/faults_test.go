@@ -120,6 +120,10 @@ func TestNonHelperBinaryFallsBackToExec(t *testing.T) {
 	if d.Mode != docker.ModeExec || d.Capabilities.ResidentHelper || !strings.Contains(notes, "helper did not start") || !strings.Contains(notes, "agent") {
 		t.Errorf("describe: mode %q notes %q", d.Mode, d.Notes)
 	}
+	first := mustExec(t, env, backend.Request{Command: "echo ok"})
+	if string(first.Stdout) != "ok\n" || !hasNote(first, "helper did not start") {
+		t.Errorf("first result after the fallback: %q, notes %q", first.Stdout, first.Notes)
+	}
 	if got := sh(t, env, "echo ok"); got != "ok" {
 		t.Errorf("exec mode: %q", got)
 	}
