@@ -47,8 +47,9 @@ func TestProtectedFilesInsideContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, _ := os.ReadFile(filepath.Join(dir, "airlock.toml"))
+	// A ledger configured inside the mounted workspace (the default lies outside it).
 	writeConfig(t, dir, strings.Replace(string(cfg), "[approvals]",
-		fmt.Sprintf("[[environment.docker.volumes]]\nhost = %q\ncontainer = \"/workspace\"\n[approvals]", dir), 1))
+		fmt.Sprintf("[[environment.docker.volumes]]\nhost = %q\ncontainer = \"/workspace\"\n[ledger]\npath = \".airlock/receipts.jsonl\"\n[approvals]", dir), 1))
 	rs := call(t, dir, `[
 	  {"name":"read_file","arguments":{"path":"airlock.toml"}},
 	  {"name":"write_file","arguments":{"path":"/workspace/airlock.toml","content":"[approvals]\nmode = \"auto\"\n"}},

@@ -29,7 +29,7 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 		level = "warn"
 	}
 	fs.StringVar(&c.logLevel, "log-level", level, "log level on stderr: trace, debug, info, warn, error, off (env AIRLOCK_LOG_LEVEL)")
-	fs.StringVar(&c.session, "session", "", "session ID: keeps denial counts and file state between invocations (under .airlock/sessions)")
+	fs.StringVar(&c.session, "session", "", "session ID: keeps denial counts and file state between invocations (in sessions/ beside the ledger, in the state directory)")
 }
 
 func newLogger(level string, w io.Writer) hclog.Logger {
