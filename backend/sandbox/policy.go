@@ -219,6 +219,13 @@ func plan(p Policy, fs fsView) layout {
 	}
 	seen := map[grant]bool{}
 	add := func(g grant) {
+		// A read grant under the same path as a write grant adds nothing.
+		if w := g; !g.Write && !g.ListOnly {
+			w.Write = true
+			if seen[w] {
+				return
+			}
+		}
 		if !seen[g] {
 			seen[g] = true
 			l.Grants = append(l.Grants, g)
