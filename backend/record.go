@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -110,12 +111,24 @@ type GCItem struct {
 	OtherOwner      string
 }
 
-// Command is a backend's own subcommand.
+// Command is a backend's own subcommand (`airlock ssh trust`), which the CLI offers
+// without knowing the backend.
 type Command struct {
 	Name, Summary string
-	// Run gets the arguments after the name and the section from the config the flags
-	// name (load loads it); it returns the exit code.
-	Run func(args []string, in io.Reader, out, errOut io.Writer, load func(file string) (section any, abs func(string) string, err error)) int
+	// Run gets the arguments after the name; it returns the exit code.
+	Run func(args []string, io CommandIO) int
+}
+
+// CommandIO is what the CLI hands a backend's command: its streams, the CLI's own way of
+// parsing flags (help on stdout, errors on stderr), and a loader of the backend's section
+// from a config file ("" for the default one), with the function that resolves a path from
+// that config.
+type CommandIO struct {
+	In          io.Reader
+	Out, Err    io.Writer
+	NewFlagSet  func(name, usage string) *flag.FlagSet
+	ParseFlags  func(fs *flag.FlagSet, args []string) (code int, done bool)
+	LoadSection func(file string) (section any, abs func(string) string, err error)
 }
 
 var (

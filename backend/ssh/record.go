@@ -32,6 +32,7 @@ func init() {
 			return nil
 		},
 		Capabilities: backend.Capabilities{ProcessTreeKill: true, ResidentHelper: true},
+		Commands:     []backend.Command{trustCommand},
 	})
 }
 

@@ -1,4 +1,4 @@
-package main
+package ssh
 
 import (
 	"bufio"
@@ -16,12 +16,22 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/term"
 
-	"github.com/airlock-dev/airlock/backend/ssh"
-	"github.com/airlock-dev/airlock/configs"
+	"github.com/airlock-dev/airlock/backend"
 )
 
-func init() {
-	register(command{name: "ssh", summary: "manage SSH hosts: 'ssh trust HOST' records a host key in known_hosts", run: runSSH})
+// trustCommand is `airlock ssh trust HOST`, offered by the CLI from this backend's record.
+var trustCommand = backend.Command{
+	Name:    "ssh",
+	Summary: "manage SSH hosts: 'ssh trust HOST' records a host key in known_hosts",
+	Run:     runSSH,
+}
+
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "help":
+		return true
+	}
+	return false
 }
 
 const sshUsage = `Usage: airlock ssh trust [--config FILE] [--port N] [--known-hosts FILE] [--yes] HOST
@@ -32,24 +42,24 @@ hashed line for it to known_hosts. The port and known_hosts default to [environm
 the config, then to 22 and ~/.ssh/known_hosts.
 `
 
-func runSSH(args []string, s stdio) int {
+func runSSH(args []string, s backend.CommandIO) int {
 	if len(args) == 0 {
-		fmt.Fprint(s.err, sshUsage)
+		fmt.Fprint(s.Err, sshUsage)
 		return 2
 	}
 	if isHelp(args[0]) {
-		fmt.Fprint(s.out, sshUsage)
+		fmt.Fprint(s.Out, sshUsage)
 		return 0
 	}
 	if args[0] != "trust" {
-		fmt.Fprintf(s.err, "airlock ssh: unknown subcommand %q\n\n%s", args[0], sshUsage)
+		fmt.Fprintf(s.Err, "airlock ssh: unknown subcommand %q\n\n%s", args[0], sshUsage)
 		return 2
 	}
 	return runSSHTrust(args[1:], s)
 }
 
-func runSSHTrust(args []string, s stdio) int {
-	fs := newFlagSet("ssh trust", "", s)
+func runSSHTrust(args []string, s backend.CommandIO) int {
+	fs := s.NewFlagSet("ssh trust", "")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), sshUsage+"\nFlags:\n"); fs.PrintDefaults() }
 	configFile := fs.String("config", "", "config file whose [environment.ssh] gives the defaults (default: ./airlock.toml if present)")
 	port := fs.Int("port", 0, "sshd port (default: the config's, else 22)")
@@ -59,7 +69,7 @@ func runSSHTrust(args []string, s stdio) int {
 	// Flags may follow the host, as in `airlock ssh trust HOST --yes`.
 	var rest []string
 	for {
-		if code, done := parseFlags(fs, args); done {
+		if code, done := s.ParseFlags(fs, args); done {
 			return code
 		}
 		if fs.NArg() == 0 {
@@ -73,13 +83,13 @@ func runSSHTrust(args []string, s stdio) int {
 		return 2
 	}
 
-	cfg, err := configs.Load(*configFile)
+	sec, abs, err := s.LoadSection(*configFile)
 	if err != nil {
-		fmt.Fprintln(s.err, "airlock ssh trust:", err)
+		fmt.Fprintln(s.Err, "airlock ssh trust:", err)
 		return 1
 	}
-	defaults := *cfg.Environment.Section("ssh").(*ssh.Config)
-	defaults.KnownHosts = cfg.Abs(defaults.KnownHosts)
+	defaults := *sec.(*Config)
+	defaults.KnownHosts = abs(defaults.KnownHosts)
 	host := rest[0]
 	if _, h, ok := strings.Cut(host, "@"); ok {
 		host = h
@@ -95,12 +105,12 @@ func runSSHTrust(args []string, s stdio) int {
 		p = defaults.Port
 	}
 	if p <= 0 || p > 65535 {
-		fmt.Fprintf(s.err, "airlock ssh trust: port %d is not a TCP port\n", p)
+		fmt.Fprintf(s.Err, "airlock ssh trust: port %d is not a TCP port\n", p)
 		return 2
 	}
 	file := defaults.KnownHosts
 	if *knownHosts != "" {
-		file = cfg.Abs(*knownHosts)
+		file = abs(*knownHosts)
 	}
 	if strings.HasPrefix(file, "~/") {
 		if home, err := os.UserHomeDir(); err == nil {
@@ -111,48 +121,48 @@ func runSSHTrust(args []string, s stdio) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	key, err := ssh.ScanHostKey(ctx, addr, *timeout)
+	key, err := ScanHostKey(ctx, addr, *timeout)
 	if err != nil {
-		fmt.Fprintln(s.err, "airlock ssh trust:", err)
+		fmt.Fprintln(s.Err, "airlock ssh trust:", err)
 		return 1
 	}
 	fp := gossh.FingerprintSHA256(key)
-	fmt.Fprintf(s.out, "%s offers %s key %s\n", addr, key.Type(), fp)
+	fmt.Fprintf(s.Out, "%s offers %s key %s\n", addr, key.Type(), fp)
 
-	var he *ssh.HostKeyError
-	switch err := ssh.CheckKnownHost(file, addr, key); {
+	var he *HostKeyError
+	switch err := CheckKnownHost(file, addr, key); {
 	case err == nil:
-		fmt.Fprintf(s.out, "already trusted in %s\n", file)
+		fmt.Fprintf(s.Out, "already trusted in %s\n", file)
 		return 0
 	case errors.As(err, &he) && (he.Changed || he.Revoked):
-		fmt.Fprintf(s.err, "airlock ssh trust: refusing: %v\n", err)
+		fmt.Fprintf(s.Err, "airlock ssh trust: refusing: %v\n", err)
 		return 1
 	case !errors.As(err, &he):
-		fmt.Fprintln(s.err, "airlock ssh trust:", err)
+		fmt.Fprintln(s.Err, "airlock ssh trust:", err)
 		return 1
 	}
 
 	if !*yes {
-		f, ok := s.in.(*os.File)
+		f, ok := s.In.(*os.File)
 		if !ok || !term.IsTerminal(int(f.Fd())) {
-			fmt.Fprintln(s.err, "airlock ssh trust: not a terminal: check the fingerprint above with the host's administrator, then run again with --yes")
+			fmt.Fprintln(s.Err, "airlock ssh trust: not a terminal: check the fingerprint above with the host's administrator, then run again with --yes")
 			return 1
 		}
-		fmt.Fprintf(s.out, "Is this the key of %s? Add it to %s [y/N] ", addr, file)
+		fmt.Fprintf(s.Out, "Is this the key of %s? Add it to %s [y/N] ", addr, file)
 		line, _ := bufio.NewReader(f).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-			fmt.Fprintln(s.err, "airlock ssh trust: not added")
+			fmt.Fprintln(s.Err, "airlock ssh trust: not added")
 			return 1
 		}
 	}
-	if err := ssh.AddKnownHost(file, addr, key); err != nil {
-		fmt.Fprintln(s.err, "airlock ssh trust:", err)
+	if err := AddKnownHost(file, addr, key); err != nil {
+		fmt.Fprintln(s.Err, "airlock ssh trust:", err)
 		return 1
 	}
-	if err := ssh.CheckKnownHost(file, addr, key); err != nil {
-		fmt.Fprintln(s.err, "airlock ssh trust: the added line does not verify:", err)
+	if err := CheckKnownHost(file, addr, key); err != nil {
+		fmt.Fprintln(s.Err, "airlock ssh trust: the added line does not verify:", err)
 		return 1
 	}
-	fmt.Fprintf(s.out, "added %s %s for %s to %s\n", key.Type(), fp, addr, file)
+	fmt.Fprintf(s.Out, "added %s %s for %s to %s\n", key.Type(), fp, addr, file)
 	return 0
 }
