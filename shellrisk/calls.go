@@ -303,6 +303,10 @@ func (w *walker) programHere(p *program, args []arg, in stdin, seg string, moved
 	}
 	if p.dumpsEnv && len(s.operands) == 0 || p.archives && w.readsTree(p, s) {
 		w.leakIn()
+		if p.archives {
+			// tar czf x.tgz . writes the tree into x.tgz: sending x.tgz later sends the tree.
+			w.taint(s)
+		}
 	}
 	if w.rules.reasons[reason].risk == RiskNetwork || p.sends || p.pushes {
 		w.sendEffects(p, s, in, seg)

@@ -28,7 +28,7 @@ func (w *walker) sendEffects(p *program, s scanned, in stdin, seg string) {
 		if isRemote(last.text) {
 			for _, a := range s.operands[:len(s.operands)-1] {
 				info := w.classifyPath(a)
-				if info.secret || info.envFile || w.treeMayHoldSecrets(info) && (hasAny(p, s.flags, p.recursive, true) || len(p.recursive) == 0) {
+				if w.leaks(info) || w.treeMayHoldSecrets(info) && (hasAny(p, s.flags, p.recursive, true) || len(p.recursive) == 0) {
 					w.add(codeExfiltration, seg)
 				}
 			}
@@ -59,13 +59,36 @@ func (w *walker) sendEffects(p *program, s scanned, in stdin, seg string) {
 	}
 }
 
+// taint records the files an archiver writes (its option values and operands): each holds
+// what it read, and sending one later in the command is exfiltration.
+func (w *walker) taint(s scanned) {
+	if w.tainted == nil {
+		w.tainted = map[string]bool{}
+	}
+	for _, v := range s.values {
+		if !v.val.dynamic {
+			w.tainted[w.classifyPath(v.val).clean] = true
+		}
+	}
+	for _, a := range s.operands {
+		if !a.dynamic {
+			w.tainted[w.classifyPath(a).clean] = true
+		}
+	}
+}
+
+// leaks reports whether sending a file sends a secret: a secret or .env itself, a path only
+// known at run time, or an archive this command made of a tree.
+func (w *walker) leaks(info pathInfo) bool {
+	return info.secret || info.envFile || info.class == pathDynamic || w.tainted[info.clean] && info.class != pathWorkspaceRoot
+}
+
 // uploadFile judges a file a network program sends whole (curl -T FILE, wget --post-file).
 func (w *walker) uploadFile(a arg, seg string) {
 	if a.text == "-" || a.procSubst {
 		return
 	}
-	info := w.classifyPath(a)
-	if info.secret || info.envFile || info.class == pathDynamic {
+	if w.leaks(w.classifyPath(a)) {
 		w.add(codeExfiltration, seg)
 	}
 }

@@ -224,7 +224,7 @@ func (w *walker) upload(a arg, seg string) {
 		return
 	}
 	info := w.classifyPath(arg{text: file, tilde: strings.HasPrefix(file, "~"), dynamic: a.dynamic})
-	if info.secret || info.envFile || w.treeMayHoldSecrets(info) && !strings.HasSuffix(file, "-") {
+	if w.leaks(info) || w.treeMayHoldSecrets(info) && !strings.HasSuffix(file, "-") {
 		w.add(codeExfiltration, seg)
 	}
 }

@@ -54,6 +54,7 @@ type walker struct {
 	// tree; remotes are the git remotes the command added.
 	leak    bool
 	remotes map[string]bool
+	tainted map[string]bool
 	// aliases are the aliases the command defined: dash, busybox sh and bash as sh expand
 	// them, and one ending in a space expands the next word too.
 	aliases map[string]string
