@@ -65,6 +65,11 @@ func (w *walker) substs(node syntax.Node) {
 			return false
 		case *syntax.ParamExp:
 			w.paramCode(x)
+		case *syntax.ExtGlob:
+			// @(a|$(cmd)): the parser keeps the pattern as text, the shell expands it.
+			if p := x.Pattern.Value; strings.Contains(p, "$(") || strings.Contains(p, "`") {
+				w.code(`: "`+strings.ReplaceAll(p, `"`, `\"`)+`"`, w.text(x), stdin{}, true)
+			}
 		case *syntax.ArithmExp:
 			w.arithCode(x.X)
 		case *syntax.ArithmCmd:
