@@ -21,7 +21,8 @@ var build struct {
 // DefaultBuild returns airlock built with `go build ./cmd/airlock` and cgo enabled, as
 // `go build` and `go install` do by default on a machine with a C compiler: a dynamically
 // linked binary. It is built once per test process. Without a C compiler the build comes
-// out static and the test is skipped, since it would show nothing.
+// out static and the test is skipped, since it would show nothing — unless
+// AIRLOCK_REQUIRE_CGO=1 (CI) makes that a failure.
 func DefaultBuild(t testing.TB) string {
 	t.Helper()
 	build.once.Do(func() {
@@ -40,7 +41,11 @@ func DefaultBuild(t testing.TB) string {
 		t.Fatalf("go build ./cmd/airlock (CGO_ENABLED=1): %v\n%s", build.err, build.out)
 	}
 	if !Dynamic(t, build.path) {
-		t.Skip("the default build came out statically linked (no C compiler?): nothing to show")
+		msg := "the default build came out statically linked (no C compiler?): nothing to show"
+		if os.Getenv("AIRLOCK_REQUIRE_CGO") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
 	}
 	return build.path
 }
