@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/airlock-dev/airlock/backend/procgroup"
 	"github.com/airlock-dev/airlock/backend/sandbox"
@@ -18,13 +17,7 @@ import (
 // directory.
 func (s *server) startCommand(ctx context.Context, spec procgroup.Spec) (procgroup.Outcome, error) {
 	if s.opts.TempDir != "" {
-		env := spec.Env[:0:0]
-		for _, kv := range spec.Env {
-			if !strings.HasPrefix(kv, "TMPDIR=") {
-				env = append(env, kv)
-			}
-		}
-		spec.Env = append(env, "TMPDIR="+s.opts.TempDir)
+		spec.Env = sandbox.ScratchEnv(spec.Env, s.opts.TempDir, s.opts.Sandbox.Enforced())
 	}
 	var out procgroup.Outcome
 	var runErr error

@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/procgroup"
+	"github.com/airlock-dev/airlock/backend/sandbox"
 )
 
 // Exec runs req in its own process group inside the workspace.
@@ -44,7 +45,7 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		Path:      path,
 		Args:      argv,
 		Dir:       dir,
-		Env:       withTempDir(e.policy.Build(os.Environ(), req.Env), e.tempDir),
+		Env:       sandbox.ScratchEnv(e.policy.Build(os.Environ(), req.Env), e.tempDir, e.sandbox.Enforced()),
 		Stdin:     req.Stdin,
 		Stdout:    tee(stdout, req.Stdout),
 		Stderr:    tee(stderr, req.Stderr),

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/airlock-dev/airlock/backend/sandbox"
 )
@@ -98,13 +97,3 @@ func (e *Env) Sandbox() *sandbox.Sandbox { return e.sandbox }
 
 // TempDir is the session's private scratch directory; commands get it as TMPDIR.
 func (e *Env) TempDir() string { return e.tempDir }
-
-func withTempDir(env []string, dir string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "TMPDIR=") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, "TMPDIR="+dir)
-}
