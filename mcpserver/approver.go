@@ -123,6 +123,12 @@ func (a *Approver) Ask(ctx context.Context, p approval.Prompt) (approval.Answer,
 	if err != nil {
 		return approval.Answer{}, fmt.Errorf("mcp approval: %w", err)
 	}
+	if found && rec.State == pending.Approved && rec.DecidedAt != nil && time.Since(*rec.DecidedAt) > a.opts.TTL {
+		// An approval unused for longer than a question may wait is not applied this late
+		// to a call that may mean something else by now: it is retired and asked again.
+		_, _ = a.store.Consume(rec.ID)
+		found = false
+	}
 	if found && rec.State != pending.Pending {
 		return a.consume(rec.ID)
 	}

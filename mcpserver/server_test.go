@@ -461,3 +461,28 @@ func TestLongForegroundCommandBecomesAJob(t *testing.T) {
 	}
 	waitLedger(t, f.ledger, func(l receipt.Line) bool { return l.Event == receipt.EventJobEnded && l.Receipt.JobID == job })
 }
+
+// An approval left unused for longer than the TTL is not applied to a late call: the person
+// is asked again.
+func TestStaleApprovalIsAskedAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOpts{ttl: 300 * time.Millisecond})
+	cs := f.connect(t, nil)
+	args := map[string]any{"command": "node -e 6 2>/dev/null; touch late.txt"}
+	r := call(t, cs, "terminal", args)
+	if r.status() != mcpStatusPending {
+		t.Fatalf("pending: %+v", r)
+	}
+	first := r.str("approval_id")
+	if _, err := f.store.Decide(first, true, pending.Once, "cli", ""); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	r = call(t, cs, "terminal", args)
+	if r.status() != mcpStatusPending || r.str("approval_id") == first {
+		t.Fatalf("late call: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "late.txt")); err == nil {
+		t.Fatal("a stale approval ran the call")
+	}
+}
