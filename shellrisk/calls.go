@@ -74,6 +74,10 @@ func (w *walker) callArgs(args []arg, in stdin, seg string) {
 		}
 	}
 	name := args[0]
+	if p, ok := w.hashed[name.text]; ok && !name.dynamic {
+		args = append([]arg{{text: p}}, args[1:]...)
+		name = args[0]
+	}
 	if body, ok := w.aliases[name.text]; ok && !name.dynamic && !name.quoted && w.depth < maxDepth {
 		w.calls++
 		w.code(w.expandAlias(body, args[1:]), seg, in, true)

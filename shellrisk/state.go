@@ -157,6 +157,9 @@ func (w *walker) stateEffects(name string, args []arg, seg string) {
 	for _, a := range args {
 		w.subscriptCode(a, seg)
 	}
+	if name == "hash" {
+		w.hashPaths(args)
+	}
 	valueOpts := map[string]string{"read": "adinNptu", "mapfile": "CcdnOsu", "readarray": "CcdnOsu", "printf": "v", "wait": "p"}[name]
 	var ops []arg
 	var flagVals [][2]string // option letter, value
@@ -262,6 +265,20 @@ func (w *walker) hookCode(name, value, seg string) {
 		}
 	case "PROMPT_COMMAND":
 		w.code(value, seg, stdin{}, false)
+	}
+}
+
+// hashPaths follows hash -p PATH NAME: from then on NAME runs PATH (hash -p /bin/rm ls
+// makes ls a deletion).
+func (w *walker) hashPaths(args []arg) {
+	for i := 0; i+2 < len(args); i++ {
+		if args[i].text == "-p" && !args[i+1].dynamic && !args[i+2].dynamic {
+			if w.hashed == nil {
+				w.hashed = map[string]string{}
+			}
+			w.hashed[args[i+2].text] = args[i+1].text
+			return
+		}
 	}
 }
 

@@ -58,6 +58,8 @@ type walker struct {
 	// aliases are the aliases the command defined: dash, busybox sh and bash as sh expand
 	// them, and one ending in a space expands the next word too.
 	aliases map[string]string
+	// hashed are the names hash -p bound to another program's path.
+	hashed map[string]string
 	// posix is set while the POSIX sh reading of a command is walked: no $'…', no brace
 	// expansion.
 	posix      bool

@@ -125,6 +125,10 @@ func (w *walker) resolve(word *syntax.Word) arg {
 			}
 		case *syntax.DblQuoted:
 			a.quoted = true
+			if p.Dollar && w.posix {
+				// dash: $"x" is a $ and "x".
+				b.WriteString("$")
+			}
 			for _, q := range p.Parts {
 				switch qp := q.(type) {
 				case *syntax.Lit:
