@@ -486,3 +486,36 @@ func TestStaleApprovalIsAskedAgain(t *testing.T) {
 		t.Fatal("a stale approval ran the call")
 	}
 }
+
+// Declining the elicitation is a denial; cancelling it is no answer: the call stays pending
+// and can be answered later.
+func TestElicitationDeclineAndCancel(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOpts{})
+	var mu sync.Mutex
+	action := "decline"
+	cs := f.connect(t, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return &mcp.ElicitResult{Action: action}, nil
+	}})
+	r := call(t, cs, "terminal", map[string]any{"command": "node -e 7; touch declined.txt"})
+	if !r.err || r.code() != "denied_by_person" || !strings.Contains(r.str("decided_by"), "person:elicitation") {
+		t.Fatalf("declined: %+v", r)
+	}
+	mu.Lock()
+	action = "cancel"
+	mu.Unlock()
+	r = call(t, cs, "terminal", map[string]any{"command": "node -e 8; touch cancelled.txt"})
+	if r.status() != mcpStatusPending || r.str("approval_id") == "" {
+		t.Fatalf("cancelled: %+v", r)
+	}
+	if rec, err := f.store.Get(r.str("approval_id")); err != nil || rec.State != pending.Pending {
+		t.Fatalf("cancelled approval: %+v %v", rec, err)
+	}
+	for _, name := range []string{"declined.txt", "cancelled.txt"} {
+		if _, err := os.Stat(filepath.Join(f.ws, name)); err == nil {
+			t.Fatalf("%s: the call ran", name)
+		}
+	}
+}
