@@ -295,6 +295,9 @@ func (w *walker) programHere(p *program, args []arg, in stdin, seg string, moved
 	w.flagReasons(p, s.flags, seg)
 	w.valueReasons(p, s, seg)
 	w.operandReasons(p, args, s, seg)
+	if p.codeValues {
+		w.configCode(p, s, seg)
+	}
 	w.airlockScan(args, seg)
 	if risk := w.rules.reasons[reason].risk; risk >= RiskNetwork || p.language != "" || p.wrapper != "" {
 		w.metadataScan(args, seg)
@@ -414,6 +417,34 @@ func (w *walker) globOptions(p *program, glob, seg string) {
 		}
 	}
 	w.add(worst, seg)
+}
+
+// configCode judges a configuration value that is a command (git config core.pager CMD,
+// git config alias.x '!CMD'): the program will run it later, so it is judged now.
+func (w *walker) configCode(p *program, s scanned, seg string) {
+	if len(s.operands) < 2 || s.operands[0].dynamic {
+		return
+	}
+	key := strings.ToLower(s.operands[0].text)
+	for _, o := range p.operands {
+		if o[1] != "runs_code" || !globMatch(o[0], key) {
+			continue
+		}
+		v := s.operands[1]
+		if v.dynamic {
+			w.add(codeDynamicCommand, seg)
+			return
+		}
+		code := v.text
+		if strings.HasPrefix(key, "alias.") {
+			if !strings.HasPrefix(code, "!") {
+				return
+			}
+			code = code[1:]
+		}
+		w.code(code, seg, stdin{}, false)
+		return
+	}
 }
 
 // readsTree reports whether an archiver's operands include a tree that may hold secrets

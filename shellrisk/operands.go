@@ -47,12 +47,21 @@ func (w *walker) operandPaths(p *program, s scanned, ops []arg, seg string) {
 		last := ops[len(ops)-1]
 		switch mode {
 		case pathsDest, pathsDestDelete, pathsLink:
+			copiesSecret := false
 			for _, a := range ops[:len(ops)-1] {
 				if mode == pathsLink {
 					w.linkTarget(a, linkDir(last, len(ops) > 2), seg)
 				} else {
 					w.pathEffect(a, pathsRead, false, seg)
+					copiesSecret = copiesSecret || !a.dynamic && w.leaks(w.classifyPath(a))
 				}
+			}
+			if copiesSecret && !last.dynamic {
+				// cp .env x: sending x later sends the secret.
+				if w.tainted == nil {
+					w.tainted = map[string]bool{}
+				}
+				w.tainted[w.classifyPath(last).clean] = true
 			}
 			if mode == pathsDestDelete {
 				// rsync --delete empty/ dir empties dir.

@@ -101,6 +101,9 @@ type ProgramRule struct {
 	DefinesRemote bool `toml:"defines_remote" json:"defines_remote,omitempty"`
 	// Pushes: the first operand is where the program sends the repository (git push).
 	Pushes bool `toml:"pushes" json:"pushes,omitempty"`
+	// CodeValues: the second operand is shell code when the first is a key an operands glob
+	// gives runs_code (git config core.pager CMD, alias.x '!CMD').
+	CodeValues bool `toml:"code_values" json:"code_values,omitempty"`
 	// DefaultOperand is the operand a program acts on when given none (grep -r: ".").
 	DefaultOperand string `toml:"default_operand" json:"default_operand,omitempty"`
 }
@@ -327,6 +330,7 @@ type program struct {
 	workdirFlags map[string]bool
 	// defaultOperand is what the program acts on without operands (grep -r, rg: ".").
 	defaultOperand string
+	codeValues     bool
 	dumpsEnv       bool
 	archives       bool
 	sends          bool
@@ -526,6 +530,7 @@ func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error
 		signals:        pr.Signals,
 		workdirFlags:   set(pr.WorkdirFlags),
 		defaultOperand: pr.DefaultOperand,
+		codeValues:     pr.CodeValues,
 		dumpsEnv:       pr.DumpsEnv,
 		archives:       pr.Archives,
 		sends:          pr.Sends,
