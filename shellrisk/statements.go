@@ -32,8 +32,32 @@ func (w *walker) stmt(s *syntax.Stmt, in stdin) {
 		w.spread--
 		return
 	}
+	saved := w.leak
+	w.leak = false
 	in = w.redirects(s.Redirs, in)
 	w.command(s.Cmd, in)
+	if w.leak && len(s.Redirs) > 0 {
+		// cat .env > x: x now holds the secret.
+		w.taintRedirects(s.Redirs)
+	}
+	w.leak = saved || w.leak
+}
+
+// taintRedirects marks the files a statement that read a secret writes by redirection.
+func (w *walker) taintRedirects(redirs []*syntax.Redirect) {
+	for _, r := range redirs {
+		switch r.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll:
+		default:
+			continue
+		}
+		if a := w.resolve(r.Word); !a.dynamic && !a.procSubst {
+			if w.tainted == nil {
+				w.tainted = map[string]bool{}
+			}
+			w.tainted[w.classifyPath(a).clean] = true
+		}
+	}
 }
 
 // substs walks the commands inside a node's command and process substitutions: they run
