@@ -261,8 +261,8 @@ const wrapperScript = `ws=$1 dir=$2 pidf=$3 limit=$4 grace=$5 touchf=$6; shift 6
 if cd -P -- "$ws" 2>/dev/null; then real_ws=$PWD; else real_ws=$ws; fi
 if ! cd -P -- "$dir" 2>/dev/null; then printf 'airlock-wrapper:nodir:%s\n' "$dir" >&2; exit 125; fi
 case "$PWD/" in "$real_ws"/*) ;; *) printf 'airlock-wrapper:outside:%s\n' "$PWD" >&2; exit 125;; esac
-echo $$ > "$pidf"
-(sleep "$limit"; kill -TERM -$$; sleep "$grace"; kill -KILL -$$) </dev/null >/dev/null 2>&1 &
+echo "$$ $(cut -d' ' -f22 /proc/$$/stat 2>/dev/null)" > "$pidf"
+(sleep "$limit"; rm -f "$pidf"; kill -TERM -$$; sleep "$grace"; kill -KILL -$$) </dev/null >/dev/null 2>&1 &
 "$@"
 rc=$?
 me=$$ n=0
@@ -282,10 +282,14 @@ rm -f "$pidf"
 exit $rc`
 
 // killScript kills the process group whose leader's PID is in $1: TERM, up to $2 tenths of a
-// second of grace, KILL.
-const killScript = `i=0; until { read -r p < "$1"; } 2>/dev/null; do i=$((i+1)); [ $i -gt 20 ] && exit 0; sleep 0.05; done
+// second of grace, KILL. The file holds the leader's PID and start time: a wrapper that ended
+// meanwhile (its own watchdog, a crash) leaves a PID that another command's wrapper may have
+// been given since, and that one must not be touched — so the leader is checked first, and
+// KILL follows only while the group still lives (its ID cannot be reused while it does).
+const killScript = `i=0; until { read -r p st < "$1"; } 2>/dev/null; do i=$((i+1)); [ $i -gt 20 ] && exit 0; sleep 0.05; done
+[ -z "$st" ] || [ "$(cut -d' ' -f22 /proc/"$p"/stat 2>/dev/null)" = "$st" ] || { rm -f "$1"; exit 0; }
 kill -TERM -"$p" 2>/dev/null; i=0
-while [ $i -lt "$2" ] && kill -0 -"$p" 2>/dev/null; do sleep 0.1; i=$((i+1)); done
+while [ $i -lt "$2" ]; do kill -0 -"$p" 2>/dev/null || { rm -f "$1"; exit 0; }; sleep 0.1; i=$((i+1)); done
 kill -KILL -"$p" 2>/dev/null; rm -f "$1"; exit 0`
 
 // execOnce runs one command with its own docker exec.
