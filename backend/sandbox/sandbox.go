@@ -208,13 +208,17 @@ func (s *Sandbox) Close() error {
 	return nil
 }
 
-// Do runs fn on a fresh OS thread restricted by the sandbox; processes fn starts inherit the
-// restrictions. The thread is discarded afterwards. Unenforced, fn runs as it is. An error
-// applying the restrictions is returned without running fn: nothing runs weaker.
+// Do runs fn on an OS thread restricted by the sandbox; processes fn starts inherit the
+// restrictions. Unenforced, fn runs as it is. An error applying the restrictions is returned
+// without running fn: nothing runs weaker.
 //
 // Restricting a thread costs a few hundred microseconds here (the seccomp filter is compiled
-// per thread, capabilities are dropped one by one), so a few threads are restricted ahead of
-// time and wait for a job: a command pays only the hand-over.
+// per thread, capabilities are dropped one by one), so restricted threads are kept: each
+// worker goroutine is locked to its thread for good (the runtime never gives that thread to
+// another goroutine, and ends it when the worker returns) and runs one job after another. A
+// command pays the hand-over. Commands that run at the same time are always on different
+// workers, so in different Landlock domains; commands that follow each other on one worker
+// share its domain (what one leaves running is killed when it ends, by procgroup).
 func (s *Sandbox) Do(fn func() error) error {
 	if !s.Enforced() {
 		return fn()
@@ -227,10 +231,15 @@ func (s *Sandbox) Do(fn func() error) error {
 	j := job{fn: fn, done: make(chan error, 1)}
 	select {
 	case s.jobs <- j:
-	case <-s.quit:
-		return errors.New("sandbox: closed")
+	default:
+		// Every worker is busy: one more, kept afterwards like the others.
+		s.spawn()
+		select {
+		case s.jobs <- j:
+		case <-s.quit:
+			return errors.New("sandbox: closed")
+		}
 	}
-	s.spawn() // the one that took the job ends with it
 	return <-j.done
 }
 
@@ -245,7 +254,7 @@ func (s *Sandbox) spawn() {
 	go s.worker()
 }
 
-// spareThreads is how many restricted threads wait for a command.
+// spareThreads is how many restricted threads are made before the first command.
 const spareThreads = 2
 
 type job struct {
@@ -253,29 +262,36 @@ type job struct {
 	done chan error
 }
 
-// worker restricts a thread of its own, takes one job, runs it and ends, taking the thread
-// with it: the goroutine never unlocks, so the runtime ends the thread when it returns and
-// its restrictions reach no other goroutine.
+// worker restricts a thread of its own and runs jobs on it until the sandbox is closed. The
+// goroutine never unlocks the thread: when it returns, the runtime ends the thread, so the
+// restrictions reach no other goroutine. A worker whose restriction failed refuses its first
+// job and ends.
 func (s *Sandbox) worker() {
 	defer s.workers.Done()
 	runtime.LockOSThread()
 	err := s.restrictThread()
-	var j job
-	select {
-	case j = <-s.jobs:
-	case <-s.quit:
-		return
+	for {
+		var j job
+		select {
+		case j = <-s.jobs:
+		case <-s.quit:
+			return
+		}
+		if err != nil {
+			j.done <- err
+			return
+		}
+		j.done <- runJob(j.fn)
 	}
+}
+
+func runJob(fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			j.done <- fmt.Errorf("sandbox: panic in sandboxed call: %v", r)
+			err = fmt.Errorf("sandbox: panic in sandboxed call: %v", r)
 		}
 	}()
-	if err != nil {
-		j.done <- err
-		return
-	}
-	j.done <- j.fn()
+	return fn()
 }
 
 func (s *Sandbox) restrictThread() error {
