@@ -5,14 +5,15 @@
 // It is a mechanism shared by backends (like [procgroup]), not a backend. A [Sandbox] is built
 // once from a [Policy] — the roots a command may read and write, the files it must never reach
 // (the configuration, the ledger, credential directories, deny_names matches), the TCP ports it
-// may use — and then [Sandbox.Do] runs a function on a fresh OS thread that carries the
-// restrictions: no_new_privs, a Landlock domain of its own and the seccomp filter. A process
-// forked from that thread inherits all three and keeps them across exec; the thread itself is
-// thrown away when the function returns (its goroutine ends while locked to it), so the
-// process that calls Do — Airlock, or the resident helper — stays unconfined and every
-// command gets a domain of its own. Landlock's scoping (ABI 6) then keeps a command from
-// signalling, ptracing or reading /proc/PID/environ of anything outside its domain: Airlock,
-// the helper and the other commands.
+// may use — and then [Sandbox.Do] runs a function on an OS thread that carries the
+// restrictions: no_new_privs, dropped capabilities, a Landlock domain of its own and the
+// seccomp filter. A process forked from that thread inherits them and keeps them across exec.
+// Only worker goroutines locked to such threads for good ever run there (the runtime ends the
+// thread when its worker returns), so the process that calls Do — Airlock, or the resident
+// helper — stays unconfined. Landlock's scoping (ABI 6) then keeps a command from signalling
+// or ptracing anything outside its domain, and with the capabilities dropped and Airlock
+// non-dumpable it cannot read Airlock's /proc entries either; the filter refuses signals aimed
+// at the worker thread itself, which shares the command's domain.
 //
 // Landlock is an allow-list: access is granted to directory hierarchies, never taken away
 // beneath them. A protected path is therefore kept out by never granting any directory above
@@ -24,6 +25,8 @@
 // Go cannot run code between fork and exec, which is why the restrictions are put on a
 // locked OS thread rather than applied in the child: the Go runtime starts new threads from
 // a clean template thread when asked to from a locked one, so nothing else inherits them.
+// Restricting a thread costs a few hundred microseconds, so restricted threads are reused:
+// commands running at the same time are on different workers and in different domains.
 //
 // [procgroup]: github.com/airlock-dev/airlock/backend/procgroup
 package sandbox
