@@ -101,6 +101,9 @@ type ProgramRule struct {
 	DefinesRemote bool `toml:"defines_remote" json:"defines_remote,omitempty"`
 	// Pushes: the first operand is where the program sends the repository (git push).
 	Pushes bool `toml:"pushes" json:"pushes,omitempty"`
+	// CallbackArgs: code from a code flag is called with this many more words (mapfile -C
+	// CODE calls CODE INDEX LINE).
+	CallbackArgs int `toml:"callback_args" json:"callback_args,omitempty"`
 	// CodeValues: the second operand is shell code when the first is a key an operands glob
 	// gives runs_code (git config core.pager CMD, alias.x '!CMD').
 	CodeValues bool `toml:"code_values" json:"code_values,omitempty"`
@@ -331,6 +334,7 @@ type program struct {
 	// defaultOperand is what the program acts on without operands (grep -r, rg: ".").
 	defaultOperand string
 	codeValues     bool
+	callbackArgs   int
 	dumpsEnv       bool
 	archives       bool
 	sends          bool
@@ -531,6 +535,7 @@ func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error
 		workdirFlags:   set(pr.WorkdirFlags),
 		defaultOperand: pr.DefaultOperand,
 		codeValues:     pr.CodeValues,
+		callbackArgs:   pr.CallbackArgs,
 		dumpsEnv:       pr.DumpsEnv,
 		archives:       pr.Archives,
 		sends:          pr.Sends,

@@ -118,7 +118,12 @@ func (w *walker) codeFlag(p *program, s scanned, in stdin, seg string) bool {
 		}
 		found = true
 		if code != nil {
-			w.judgeCode(p.language, *code, in, seg, p.sameShell)
+			c := *code
+			if p.callbackArgs > 0 && !c.dynamic {
+				// Called with words only known at run time appended.
+				c.text += strings.Repeat(` "$x"`, p.callbackArgs)
+			}
+			w.judgeCode(p.language, c, in, seg, p.sameShell)
 		}
 	}
 	return found
