@@ -12,9 +12,10 @@
 // is refused before any packet is sent.
 //
 // Every refusal is logged, counted ([Proxy.Stats]) and handed to the OnDenied callback with
-// host, port, reason and — when the client sent the per-call token as proxy credentials
-// (see [Proxy.Token]) — the call it belongs to, so that the wiring writes it to that call's
-// receipt as a network_denied event.
+// host, port, reason and the call it belongs to — known from the listener the call's
+// commands were given ([Proxy.ServeCall]: one port per call, no credentials in the
+// command's environment) or from per-call proxy credentials ([Proxy.Token]) — so that the
+// wiring writes it to that call's receipt as a network_denied event.
 //
 // Metrics are plain counters read through Stats, not a Prometheus registry: Airlock has no
 // metrics endpoint to serve them from yet, and counters cost no dependency; an exporter can

@@ -172,7 +172,29 @@ func (p *Proxy) Token(callID string) (token string, release func()) {
 	}
 }
 
+type callKey struct{}
+
+// ServeCall answers on ln for one call until release: every request that arrives there is
+// the call's, so a refusal names it without any credentials in the command's environment
+// (Airlock never passes URL credentials to commands). Give the call's commands ln's address
+// as their proxy. release closes ln and cuts what it carries.
+func (p *Proxy) ServeCall(ln net.Listener, callID string) (release func()) {
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, callID)))
+		}),
+		ReadHeaderTimeout: 30 * time.Second,
+		ConnState:         p.track,
+	}
+	go func() { _ = srv.Serve(ln) }()
+	var once sync.Once
+	return func() { once.Do(func() { _ = srv.Close() }) }
+}
+
 func (p *Proxy) callOf(r *http.Request) string {
+	if id, ok := r.Context().Value(callKey{}).(string); ok {
+		return id
+	}
 	auth := r.Header.Get("Proxy-Authorization")
 	enc, ok := strings.CutPrefix(auth, "Basic ")
 	if !ok {

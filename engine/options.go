@@ -5,6 +5,7 @@ import (
 
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/backend/local"
+	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/configs"
 )
 
@@ -15,11 +16,18 @@ import (
 func backendOptions(cfg *configs.Config, sec any, session string, log hclog.Logger) ([]any, error) {
 	switch c := sec.(type) {
 	case *local.Section:
-		opts := []any{localSandbox(cfg, c)}
+		sb := localSandbox(cfg, c)
+		nc, err := localNetwork(cfg, &sb, session, log)
+		if err != nil {
+			return nil, err
+		}
+		opts := []any{sb, nc}
 		for _, o := range localOptions() {
 			opts = append(opts, o)
 		}
 		return opts, nil
+	case *ssh.Config:
+		return nil, sshNetwork(cfg)
 	case *docker.Config:
 		netOpts, err := dockerNetwork(cfg, c, session, log)
 		if err != nil {

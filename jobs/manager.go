@@ -127,7 +127,9 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("%w: this session already runs %d jobs; kill one or wait for one to end", ErrTooMany, running)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	// The job outlives the call's context, but not its identity: a backend that names the
+	// call (the egress proxy's per-call port) still can.
+	ctx, cancel := context.WithCancel(backend.WithCall(context.Background(), spec.CallID))
 	j := &Job{
 		id: newID(), sessionID: spec.SessionID, callID: spec.CallID, argsHash: spec.ArgumentsSHA256,
 		command: req.Command, dir: req.Dir, started: time.Now().UTC(),

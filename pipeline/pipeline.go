@@ -409,7 +409,7 @@ func (p *Pipeline) execute(ctx context.Context, f *flight) {
 	f.started = start
 	st := start.UTC()
 	f.rec.HandlerStarted, f.rec.StartedAt = true, &st
-	out, err := runHandler(hctx, f.tool.Handler, inv)
+	out, err := runHandler(backend.WithCall(hctx, f.call.ID), f.tool.Handler, inv)
 	elapsed := time.Since(start)
 	switch {
 	case err != nil:

@@ -232,6 +232,7 @@ func (w *walker) runsFetched(a arg, seg string) {
 // metadataScan flags a cloud metadata address anywhere in the arguments of a program that
 // can reach the network.
 func (w *walker) metadataScan(args []arg, seg string) {
+	w.hostScan(args, seg)
 	for _, a := range args {
 		t := strings.ToLower(a.text)
 		for _, h := range w.rules.paths.MetadataHosts {

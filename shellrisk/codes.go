@@ -10,6 +10,7 @@ var codesUsedByGo = []string{
 	codeEnvHijack, codeTooComplex, codeExfiltration, codeHostMount, codeInteractive,
 	codeRecursiveModifySystem, codeRawSocket, codeSymlinkOutside, codeAirlockState, codeVCSConfigWrite,
 	codeWritesFiles, codeInternalError, codeSignalsOther, codeDeletesFiles, codeIrreversibleLoss, codeDeviceRead, codeDownloadAndRun, codeHostNotAllowed, codeWriteOutsideRoots,
+	codeInternalAddress,
 }
 
 const (
@@ -50,4 +51,5 @@ const (
 	codeDownloadAndRun           = "download_and_run"
 	codeHostNotAllowed           = "host_not_allowed"
 	codeWriteOutsideRoots        = "write_outside_roots"
+	codeInternalAddress          = "internal_address"
 )

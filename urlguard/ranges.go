@@ -194,3 +194,18 @@ func embeddedIPv4(a netip.Addr) (v4 []netip.Addr, tunnel bool) {
 	}
 	return nil, false
 }
+
+// ClassifyHost is the guard's verdict on a host as written — an address in any spelling, or
+// a name — without resolving anything: an address gets its [Classify] class, a metadata name
+// [Metadata], localhost [Loopback], any other name [Allowed] (only a lookup could say more).
+// The shell-risk classifier uses it on hosts it finds in commands.
+func ClassifyHost(host string) (Reason, string) {
+	h, a, err := ParseHost(host)
+	if err != nil {
+		return InvalidHost, ""
+	}
+	if a.IsValid() {
+		return Classify(a), h
+	}
+	return classifyName(h), h
+}

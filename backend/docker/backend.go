@@ -96,9 +96,10 @@ type Env struct {
 
 	// egressNet, egressURL and egressStop are the internal network and the proxy of
 	// allowlist mode (see WithEgressProxy); empty otherwise.
-	egressNet  string
-	egressURL  string
-	egressStop func() error
+	egressNet     string
+	egressURL     string
+	egressStop    func() error
+	egressForCall func(callID string) (string, func())
 }
 
 // New connects to the daemon, finds or creates the container cfg describes and starts the

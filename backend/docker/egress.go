@@ -14,12 +14,24 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
+
+	"github.com/airlock-dev/airlock/backend"
 )
 
 // EgressProxy starts Airlock's egress proxy listening on listen — the host's address on the
-// container's internal network, the only address the container can reach — and returns the
-// proxy URL commands are given (http://ip:port) and the function that stops it.
-type EgressProxy func(ctx context.Context, listen netip.Addr) (proxyURL string, stop func() error, err error)
+// container's internal network, the only address the container can reach.
+type EgressProxy func(ctx context.Context, listen netip.Addr) (Egress, error)
+
+// Egress is a running egress proxy.
+type Egress struct {
+	// URL is the proxy URL commands are given (http://ip:port).
+	URL string
+	// Stop stops the proxy.
+	Stop func() error
+	// ForCall, when set, returns a proxy URL carrying credentials that name callID, valid
+	// until release: each command gets it, so that a refusal names its call.
+	ForCall func(callID string) (proxyURL string, release func())
+}
 
 // WithEgressProxy puts the container on an internal Docker network of its own (Internal:
 // true: no route out, not even to the host's other networks), created and labelled by
@@ -88,11 +100,12 @@ func (e *Env) setupEgress(ctx context.Context, cfg Config, start EgressProxy) (C
 	if !gw.IsValid() {
 		return cfg, fmt.Errorf("docker: internal network %s has no IPv4 gateway for the egress proxy to listen on", name)
 	}
-	proxyURL, stop, err := start(ctx, gw)
+	eg, err := start(ctx, gw)
 	if err != nil {
 		return cfg, fmt.Errorf("docker: start the egress proxy on %s: %w", gw, err)
 	}
-	e.egressStop, e.egressURL = stop, proxyURL
+	proxyURL := eg.URL
+	e.egressStop, e.egressURL, e.egressForCall = eg.Stop, proxyURL, eg.ForCall
 	cfg.Network = name
 	cfg.Env = maps.Clone(cfg.Env)
 	if cfg.Env == nil {
@@ -178,4 +191,25 @@ func gcNetworks(ctx context.Context, cli *client.Client, opts GCOptions, hostnam
 		items = append(items, it)
 	}
 	return items
+}
+
+// ProxyVars are the variables that point clients at a proxy.
+var ProxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"}
+
+// callProxyEnv returns the request's variables with the proxy URL naming the call, and the
+// function that ends its validity. Without a call or a proxy it returns them unchanged.
+func (e *Env) callProxyEnv(ctx context.Context, env map[string]string) (map[string]string, func()) {
+	id := backend.CallFrom(ctx)
+	if e.egressForCall == nil || id == "" {
+		return env, func() {}
+	}
+	u, release := e.egressForCall(id)
+	out := maps.Clone(env)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for _, k := range ProxyVars {
+		out[k] = u
+	}
+	return out, release
 }

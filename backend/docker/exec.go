@@ -41,7 +41,9 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		return backend.Result{}, err
 	}
 	timeout, capBytes := req.Effective(e.cfg.DefaultTimeout, e.cfg.MaxOutputBytes)
-	env := e.policy.Build(hostEnv(), req.Env)
+	reqEnv, release := e.callProxyEnv(ctx, req.Env)
+	defer release()
+	env := e.policy.Build(hostEnv(), reqEnv)
 
 	notes, err := e.ready(ctx)
 	if err != nil {

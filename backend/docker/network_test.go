@@ -72,18 +72,26 @@ func TestNetworkAllowlistThroughProxy(t *testing.T) {
 	}
 	denials := &denialLog{}
 	var listened netip.Addr
-	start := func(ctx context.Context, ip netip.Addr) (string, func() error, error) {
+	start := func(ctx context.Context, ip netip.Addr) (docker.Egress, error) {
 		listened = ip
 		p, err := egress.New(g, egress.WithOnDenied(denials.add))
 		if err != nil {
-			return "", nil, err
+			return docker.Egress{}, err
 		}
 		ln, err := net.Listen("tcp", netip.AddrPortFrom(ip, 0).String())
 		if err != nil {
-			return "", nil, err
+			return docker.Egress{}, err
 		}
 		go p.Serve(ln)
-		return "http://" + ln.Addr().String(), p.Close, nil
+		addr := ln.Addr().String()
+		return docker.Egress{URL: "http://" + addr, Stop: p.Close, ForCall: func(id string) (string, func()) {
+			cln, err := net.Listen("tcp", netip.AddrPortFrom(ip, 0).String())
+			if err != nil {
+				t.Errorf("call port: %v", err)
+				return "http://" + addr, func() {}
+			}
+			return "http://" + cln.Addr().String(), p.ServeCall(cln, id)
+		}}, nil
 	}
 	cfg := testConfig(t, t.TempDir(), docker.ModeExec)
 	cfg.ReuseContainer = false
@@ -112,9 +120,15 @@ func TestNetworkAllowlistThroughProxy(t *testing.T) {
 	if out := get("other.test:" + otherPort); !strings.Contains(out, " 403 ") || !strings.Contains(out, "not_allowlisted") || strings.Contains(out, "other-server") {
 		t.Fatalf("server not on the allowlist: %q", out)
 	}
-	out := sh(t, env, proxyVia+`printf 'CONNECT 169.254.169.254:80 HTTP/1.1\r\nHost: 169.254.169.254:80\r\n\r\n' | nc -w 5 "$ph" "$pp" 2>&1; echo`)
-	if !strings.Contains(out, " 403 ") || !strings.Contains(out, "metadata") {
-		t.Fatalf("CONNECT to the metadata address: %q", out)
+	// Run as call "call-42": its commands get a proxy port of their own, so the refusal names
+	// the call.
+	res, err := env.Exec(backend.WithCall(ctx, "call-42"), backend.Request{Command: proxyVia +
+		`printf 'CONNECT 169.254.169.254:80 HTTP/1.1\r\nHost: 169.254.169.254:80\r\n\r\n' | nc -w 5 "$ph" "$pp" 2>&1; echo`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := string(res.Stdout); !strings.Contains(out, " 403 ") || !strings.Contains(out, "metadata") {
+		t.Fatalf("CONNECT to the metadata address: %q %q", out, res.Stderr)
 	}
 	// Without the proxy there is no way out: the host's loopback servers are not the
 	// container's loopback, and the internal network has no route beyond its subnet.
@@ -127,7 +141,7 @@ func TestNetworkAllowlistThroughProxy(t *testing.T) {
 	denials.mu.Lock()
 	got := append([]egress.Denial(nil), denials.list...)
 	denials.mu.Unlock()
-	if len(got) != 2 || got[0].Reason != urlguard.NotAllowlisted || got[1].Reason != urlguard.Metadata || got[1].Host != "169.254.169.254" || got[1].Port != 80 {
+	if len(got) != 2 || got[0].Reason != urlguard.NotAllowlisted || got[0].CallID != "" || got[1].Reason != urlguard.Metadata || got[1].Host != "169.254.169.254" || got[1].Port != 80 || got[1].CallID != "call-42" {
 		t.Fatalf("denials: %+v", got)
 	}
 

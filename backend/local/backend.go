@@ -34,6 +34,16 @@ type Config struct {
 	KillGrace time.Duration
 	// Sandbox confines commands with the kernel (default: auto).
 	Sandbox SandboxConfig
+	// Network is what commands can reach: "" or "host" the host's network, "none" nothing
+	// (each command starts in a fresh network namespace; see network.go). New refuses a mode
+	// the host cannot deliver.
+	Network string
+	// Env holds variables every command gets on top of the passthrough (the egress proxy's
+	// HTTP_PROXY in [network] mode "allowlist"); a request's own variables win.
+	Env map[string]string
+	// OnClose, when set, runs at Close (stops what was started for this environment, such
+	// as its egress proxy).
+	OnClose func() error
 }
 
 // DefaultConfig returns the defaults that Validate fills in.
@@ -81,6 +91,8 @@ func (c Config) Validate() error {
 		return errors.New("local: max_output_bytes: must not be negative")
 	case c.KillGrace < 0:
 		return errors.New("local: kill_grace: must not be negative")
+	case c.Network != "" && c.Network != NetworkHost && c.Network != NetworkNone:
+		return errors.New(`local: network: must be "host" or "none"`)
 	}
 	return nil
 }
@@ -110,6 +122,8 @@ type Env struct {
 	workspace string // absolute, symlinks resolved
 	policy    backend.EnvPolicy
 	log       hclog.Logger
+	// isolate, when set, puts each command in namespaces of its own (Network "none").
+	isolate func(*syscall.SysProcAttr)
 
 	sandbox     *sandbox.Sandbox
 	sandboxNote string
@@ -165,6 +179,24 @@ func New(cfg Config, opts ...Option) (*Env, error) {
 	if err := e.openSandbox(cfg.Sandbox, o.probe); err != nil {
 		return nil, err
 	}
+	if n := cfg.Sandbox.Network; len(n.ConnectTCP)+len(n.BindTCP) > 0 && !e.sandbox.Enforced() {
+		_ = e.sandbox.Close()
+		_ = os.RemoveAll(e.tempDir)
+		return nil, errors.New(`local: [network] mode = "allowlist" confines commands to the egress proxy's port with Landlock network rules, and the kernel sandbox is not enforced here (` + e.sandbox.Notes()[0] + `); use the docker backend, or mode "none" or "open"`)
+	}
+	n := cfg.Sandbox.Network
+	sandboxDeniesNetwork := e.sandbox.Enforced() && !n.Unrestricted && len(n.ConnectTCP)+len(n.BindTCP) == 0
+	// With the kernel sandbox enforcing "no network" (Landlock: no TCP connect or bind;
+	// seccomp: no UDP, raw or foreign sockets, and no new namespaces), none is delivered;
+	// otherwise each command gets a network namespace of its own.
+	if cfg.Network == NetworkNone && !sandboxDeniesNetwork {
+		if err := probeNetworkNone(cfg.Shell); err != nil {
+			_ = e.sandbox.Close()
+			_ = os.RemoveAll(e.tempDir)
+			return nil, err
+		}
+		e.isolate = netnsIsolation()
+	}
 	return e, nil
 }
 
@@ -183,14 +215,22 @@ func (e *Env) Describe() backend.Description {
 			WritableHostMounts: true,
 			ProcessTreeKill:    true,
 			KernelSandbox:      sb,
-			NetworkIsolation:   sb && !e.cfg.Sandbox.Network.Unrestricted,
+			NetworkIsolation:   sb && !e.cfg.Sandbox.Network.Unrestricted || e.isolate != nil,
 		},
 		Limits: backend.Limits{
 			DefaultTimeout: e.cfg.DefaultTimeout,
 			MaxOutputBytes: e.cfg.MaxOutputBytes,
 		},
-		Notes: e.sandboxNotes(),
+		Notes: e.notes(),
 	}
+}
+
+func (e *Env) notes() []string {
+	n := e.sandboxNotes()
+	if e.isolate != nil {
+		n = append(n, "each command starts in a fresh network namespace: no network ([network] mode = \"none\")")
+	}
+	return n
 }
 
 // Close marks the environment closed and removes the session's temp dir. Commands still
@@ -202,7 +242,11 @@ func (e *Env) Close(context.Context) error {
 		return nil
 	}
 	e.closed = true
-	return errors.Join(e.sandbox.Close(), os.RemoveAll(e.tempDir))
+	var stop error
+	if e.cfg.OnClose != nil {
+		stop = e.cfg.OnClose()
+	}
+	return errors.Join(e.sandbox.Close(), os.RemoveAll(e.tempDir), stop)
 }
 
 func (e *Env) isClosed() bool {

@@ -39,18 +39,20 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		path = argv[0]
 	}
 
+	extra := withExtra(e.cfg.Env, req.Env)
 	stdout := backend.NewCappedBuffer(capBytes)
 	stderr := backend.NewCappedBuffer(capBytes)
 	spec := procgroup.Spec{
 		Path:      path,
 		Args:      argv,
 		Dir:       dir,
-		Env:       sandbox.ScratchEnv(e.policy.Build(os.Environ(), req.Env), e.tempDir, e.sandbox.Enforced()),
+		Env:       sandbox.ScratchEnv(e.policy.Build(os.Environ(), extra), e.tempDir, e.sandbox.Enforced()),
 		Stdin:     req.Stdin,
 		Stdout:    tee(stdout, req.Stdout),
 		Stderr:    tee(stderr, req.Stderr),
 		Timeout:   timeout,
 		KillGrace: e.cfg.KillGrace,
+		Isolate:   e.isolate,
 	}
 	var out procgroup.Outcome
 	var runErr error
@@ -107,4 +109,19 @@ type bestEffort struct{ w io.Writer }
 func (b bestEffort) Write(p []byte) (int, error) {
 	_, _ = b.w.Write(p)
 	return len(p), nil
+}
+
+// withExtra is the environment's own variables with the request's on top.
+func withExtra(own, req map[string]string) map[string]string {
+	if len(own) == 0 {
+		return req
+	}
+	out := make(map[string]string, len(own)+len(req))
+	for k, v := range own {
+		out[k] = v
+	}
+	for k, v := range req {
+		out[k] = v
+	}
+	return out
 }

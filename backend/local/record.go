@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	_ "embed"
+	"errors"
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/procgroup"
@@ -53,11 +54,17 @@ func open(_ context.Context, s backend.Settings) (backend.Environment, error) {
 		switch o := o.(type) {
 		case SandboxConfig:
 			c.Sandbox = o
+		case NetworkConfig:
+			c.Network, c.Env, c.OnClose = o.Mode, o.Env, o.OnClose
 		case Option:
 			opts = append(opts, o)
 		}
 	}
-	return New(c, opts...)
+	env, err := New(c, opts...)
+	if err != nil && c.OnClose != nil {
+		err = errors.Join(err, c.OnClose())
+	}
+	return env, err
 }
 
 // HostWorkspace marks the local backend's environment as working on host paths, so the

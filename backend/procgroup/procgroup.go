@@ -40,6 +40,9 @@ type Spec struct {
 	// Started, when set, is called once the process runs (the caller may close its copy of
 	// a stdin pipe or start feeding it).
 	Started func()
+	// Isolate, when set, adds to the process's attributes (namespaces to clone); Setpgid
+	// stays on.
+	Isolate func(*syscall.SysProcAttr)
 }
 
 // Outcome is how a run ended.
@@ -71,6 +74,10 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 		Stdin:       s.Stdin,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 		WaitDelay:   PipeDrain,
+	}
+	if s.Isolate != nil {
+		s.Isolate(cmd.SysProcAttr)
+		cmd.SysProcAttr.Setpgid = true
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
