@@ -11,9 +11,14 @@ import (
 // call judges one simple command.
 func (w *walker) call(c *syntax.CallExpr, in stdin) {
 	seg := w.text(c)
+	saved := w.leak
+	w.leak = false
 	for _, word := range c.Args {
 		w.substs(word)
 	}
+	// curl -d "$(cat .env)" URL: a substitution that read a secret puts it in the words.
+	w.argLeak, w.leak = w.leak, saved || w.leak
+	defer func() { w.argLeak = false }()
 	if len(c.Args) == 0 {
 		for _, a := range c.Assigns {
 			w.assign(a, seg)

@@ -20,7 +20,7 @@ func (w *walker) leakIn() { w.leak = true }
 // sendEffects judges a network program: its standard input when it carries what leaked
 // upstream, the files it sends, the remotes it pushes to and the hosts it names.
 func (w *walker) sendEffects(p *program, s scanned, in stdin, seg string) {
-	if in.kind == inPipe && in.secret {
+	if in.kind == inPipe && in.secret || w.argLeak {
 		w.add(codeExfiltration, seg)
 	}
 	if p.sends && len(s.operands) > 1 {

