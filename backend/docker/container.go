@@ -126,6 +126,10 @@ func (e *Env) ensureContainer(ctx context.Context) (id, note string, err error) 
 			!e.cfg.ReuseContainer && info.Config.Labels[labelSession] != e.session {
 			return "", "", fmt.Errorf("docker: container name %q is taken by a container that was not made by airlock for this configuration; remove it (docker rm -f %[1]s) or set environment.docker.container_name_prefix", e.name)
 		}
+		if uid := info.Config.Labels[labelUID]; uid != "" && uid != strconv.Itoa(os.Getuid()) {
+			// Another user's session, whatever its configuration: not ours to share.
+			return "", "", fmt.Errorf("docker: container %q with this configuration belongs to uid %s, not to this user (uid %d); set environment.docker.container_name_prefix to one of your own", e.name, uid, os.Getuid())
+		}
 		if info.State != nil && info.State.Running && !info.State.Restarting {
 			return info.ID, "reused container " + e.name, nil
 		}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/docker/docker/api/types/container"
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker/dockertest"
@@ -42,36 +45,75 @@ func TestKillScriptSparesAReusedPID(t *testing.T) {
 		}
 		return strings.TrimSpace(string(res.Stdout))
 	}
-	for _, tc := range []struct {
-		name  string
-		stale bool
-	}{{"stale file spares the group", true}, {"live file kills it", false}} {
-		t.Run(tc.name, func(t *testing.T) {
-			done := make(chan backend.Result, 1)
-			go func() {
-				res, _ := e.Exec(ctx, backend.Request{Command: `read -r l < /proc/$$/stat; set -- ${l##*') '}; echo "$3" > /tmp/victim.pgid; sleep 3; echo survived`})
-				done <- res
-			}()
-			var pgid string
-			for i := 0; i < 200 && pgid == ""; i++ {
-				pgid = sh("cat /tmp/victim.pgid 2>/dev/null")
-				time.Sleep(20 * time.Millisecond)
-			}
-			if pgid == "" {
-				t.Fatal("the victim never said its group")
-			}
-			start := sh("cut -d' ' -f22 /proc/" + pgid + "/stat")
-			if tc.stale {
-				start = "1" // the start time of another process that had this PID
-			}
-			sh("echo '" + pgid + " " + start + "' > /tmp/victim.pid; rm -f /tmp/victim.pgid")
-			if _, err := e.Exec(ctx, backend.Request{Argv: []string{"/bin/sh", "-c", killScript, "kill", "/tmp/victim.pid", "5"}}); err != nil {
-				t.Fatal(err)
-			}
-			res := <-done
-			if survived := string(res.Stdout) == "survived\n"; survived != tc.stale {
-				t.Errorf("victim: exit %d stdout %q; want survived=%v", res.ExitCode, res.Stdout, tc.stale)
-			}
-		})
+	kill := func(file string) {
+		t.Helper()
+		if _, err := e.Exec(ctx, backend.Request{Argv: []string{"/bin/sh", "-c", killScript, "kill", file, "5"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan backend.Result, 1)
+	go func() {
+		res, _ := e.Exec(ctx, backend.Request{Command: `read -r l < /proc/$$/stat; set -- ${l##*') '}; echo "$3" > /tmp/victim.pgid; sleep 60; echo survived`})
+		done <- res
+	}()
+	var pgid string
+	for i := 0; i < 500 && pgid == ""; i++ {
+		pgid = sh("cat /tmp/victim.pgid 2>/dev/null")
+		time.Sleep(20 * time.Millisecond)
+	}
+	if pgid == "" {
+		t.Fatal("the victim never said its group")
+	}
+	start := sh("cut -d' ' -f22 /proc/" + pgid + "/stat")
+	// A file left by a wrapper that had this PID before: the start time differs.
+	sh("echo '" + pgid + " 1' > /tmp/stale.pid; echo '" + pgid + " " + start + "' > /tmp/live.pid")
+	kill("/tmp/stale.pid")
+	if got := sh("kill -0 -" + pgid + " 2>/dev/null && echo alive"); got != "alive" {
+		t.Fatalf("a stale pid file killed another command's group")
+	}
+	kill("/tmp/live.pid")
+	select {
+	case res := <-done:
+		if string(res.Stdout) == "survived\n" {
+			t.Errorf("the true pid file did not kill its group: %+v", res)
+		}
+	case <-time.After(45 * time.Second):
+		t.Errorf("the true pid file did not kill its group")
+	}
+}
+
+// TestNoReuseOfAnotherUsersContainer: a reused container is found by name and fingerprint;
+// one with the same configuration that another uid created is refused, not shared.
+func TestNoReuseOfAnotherUsersContainer(t *testing.T) {
+	cli := dockertest.Client(t)
+	cfg := DefaultConfig()
+	cfg.Image = dockertest.Image(t)
+	cfg.ContainerNamePrefix = fmt.Sprintf("airlocktest_%d_reuse_", os.Getpid())
+	cfg.Volumes = []Volume{{Host: dockertest.Workspace(t), Container: "/workspace"}}
+	cfg.Memory = 256 << 20
+	cfg.Agent = AgentOff
+	cfg.ReuseContainer = true
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	t.Cleanup(func() { dockertest.RemoveContainers(cfg.ContainerNamePrefix) })
+	e, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, fp := e.name, e.fp
+	_ = e.Close(ctx)
+	if err := removeContainer(ctx, cli, name); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{labelOwner: ownerValue, labelFingerprint: fp, labelUID: strconv.Itoa(os.Getuid() + 4242), labelReuse: "true"}
+	if _, err := cli.ContainerCreate(ctx, &container.Config{Image: cfg.Image, Cmd: []string{"sleep", "60"}, Labels: labels}, nil, nil, nil, name); err != nil {
+		t.Fatal(err)
+	}
+	e, err = New(ctx, cfg)
+	if e != nil {
+		_ = e.Close(ctx)
+	}
+	if err == nil || !strings.Contains(err.Error(), "belongs to uid "+strconv.Itoa(os.Getuid()+4242)) {
+		t.Fatalf("New with another user's container of the same configuration: %v", err)
 	}
 }
