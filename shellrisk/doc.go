@@ -25,6 +25,9 @@
 // command, flags.go how a program's options are read, wrappers.go the programs that run
 // other programs or code, operands.go what a program does to its operands, paths.go where a
 // path leads, words.go how a word expands, state.go what the shell remembers (variables,
-// functions, the working directory), scripts.go the sed and awk mini-languages, and
-// rules.go the rules data.
+// functions, the working directory), scripts.go the sed and awk mini-languages,
+// interpreters.go code in other languages, exfiltration.go what leaves through the network,
+// dialects.go the POSIX sh reading of bash syntax, lexing.go where the parser and the shells
+// may disagree, secrets.go which paths hold credentials, context.go the policy around a
+// command, and rules.go and compile.go the rules data.
 package shellrisk

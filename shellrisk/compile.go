@@ -1,0 +1,263 @@
+package shellrisk
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Compiling a RulesConfig into the lookup tables the walk uses, and checking it.
+
+func set(list []string) map[string]bool {
+	m := make(map[string]bool, len(list))
+	for _, s := range list {
+		m[s] = true
+	}
+	return m
+}
+
+var pathModes = map[string]bool{pathsNone: true, pathsRead: true, pathsWrite: true, pathsDelete: true, pathsDest: true, pathsMove: true, pathsIO: true, pathsDestDelete: true, pathsLink: true}
+
+var wrapperKinds = map[string]bool{"": true, wrapArgv: true, wrapShell: true, wrapDashDash: true}
+
+// compile checks rc and builds the lookup tables. Every reason code a rule names must be
+// defined, so a typo cannot quietly make a program safe.
+func compile(rc RulesConfig) (*ruleSet, error) {
+	rs := &ruleSet{
+		infoFlags: set(rc.InfoFlags),
+		hijackEnv: rc.HijackEnv,
+		reasons:   map[string]reasonInfo{},
+		programs:  map[string]*program{},
+		paths:     rc.Paths,
+		binDirs:   map[string]bool{},
+		languages: rc.Languages,
+	}
+	for _, d := range rc.Paths.BinDirs {
+		rs.binDirs[path.Clean(d)] = true
+	}
+	for _, e := range rc.Paths.Secrets {
+		rs.secretComps = append(rs.secretComps, secretComps(e)...)
+	}
+	rs.secretExact = map[string]bool{}
+	for _, n := range rc.Paths.SecretNames {
+		n = strings.ToLower(n)
+		switch {
+		case strings.Contains(n, "/"):
+			rs.secretPaths = append(rs.secretPaths, strings.Split(strings.Trim(n, "/"), "/"))
+		case strings.HasPrefix(n, "*") && !strings.ContainsAny(n[1:], "*?[\\"):
+			rs.secretSuffixes = append(rs.secretSuffixes, n[1:])
+		case strings.HasSuffix(n, "*") && !strings.ContainsAny(n[:len(n)-1], "*?[\\"):
+			rs.secretPrefixes = append(rs.secretPrefixes, n[:len(n)-1])
+		case strings.ContainsAny(n, "*?["):
+			rs.secretGlobs = append(rs.secretGlobs, n)
+		default:
+			rs.secretExact[n] = true
+		}
+	}
+	codes := make([]string, 0, len(rc.Reasons))
+	for code := range rc.Reasons {
+		codes = append(codes, code)
+	}
+	sort.Strings(codes)
+	owner := map[string]string{}
+	for _, code := range codes {
+		r := rc.Reasons[code]
+		risk, err := ParseRisk(r.Risk)
+		if err != nil {
+			return nil, fmt.Errorf("rules: reasons.%s.risk: %w", code, err)
+		}
+		if r.HardDeny {
+			// Refused in every mode is the most a reason can say.
+			risk = RiskDangerous
+		}
+		if r.HostHardDeny {
+			risk = RiskDangerous
+		}
+		rs.reasons[code] = reasonInfo{risk: risk, hardDeny: r.HardDeny, hostHardDeny: r.HostHardDeny}
+		for _, p := range r.Programs {
+			if prev, dup := owner[p]; dup {
+				return nil, fmt.Errorf("rules: program %q is listed under both reasons.%s and reasons.%s", p, prev, code)
+			}
+			owner[p] = code
+		}
+	}
+	for _, code := range codesUsedByGo {
+		if _, ok := rs.reasons[code]; !ok {
+			return nil, fmt.Errorf("rules: reasons.%s: not defined", code)
+		}
+	}
+	for lang, l := range rc.Languages {
+		if err := rs.checkReason(l.Reason, "languages."+lang+".reason"); err != nil {
+			return nil, err
+		}
+		if l.Scanner != "" && l.Scanner != scannerSed && l.Scanner != scannerAwk {
+			return nil, fmt.Errorf("rules: languages.%s.scanner: unknown scanner %q", lang, l.Scanner)
+		}
+		for pat, code := range l.Patterns {
+			if err := rs.checkReason(code, fmt.Sprintf("languages.%s.patterns[%q]", lang, pat)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for p, code := range owner {
+		rs.programs[p] = &program{name: p, reason: code}
+	}
+	for name, pr := range rc.Programs {
+		prog, err := rs.compileProgram(pr, "programs."+name)
+		if err != nil {
+			return nil, err
+		}
+		if prog.reason == "" {
+			prog.reason = owner[name]
+		}
+		prog.name = name
+		rs.programs[name] = prog
+	}
+	return rs, nil
+}
+
+func (rs *ruleSet) checkReason(code, field string) error {
+	if code == "" {
+		return nil
+	}
+	if _, ok := rs.reasons[code]; !ok {
+		return fmt.Errorf("rules: %s: unknown reason %q", field, code)
+	}
+	return nil
+}
+
+func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error) {
+	if err := rs.checkReason(pr.Reason, field+".reason"); err != nil {
+		return nil, err
+	}
+	if !pathModes[pr.Paths] {
+		return nil, fmt.Errorf("rules: %s.paths: unknown mode %q", field, pr.Paths)
+	}
+	if !wrapperKinds[pr.Wrapper] {
+		return nil, fmt.Errorf("rules: %s.wrapper: unknown kind %q", field, pr.Wrapper)
+	}
+	if pr.Skip < 0 {
+		return nil, fmt.Errorf("rules: %s.skip: must not be negative", field)
+	}
+	if pr.Language != "" && pr.Language != "shell" {
+		if _, ok := rs.languages[pr.Language]; !ok {
+			return nil, fmt.Errorf("rules: %s.language: unknown language %q", field, pr.Language)
+		}
+	}
+	p := &program{
+		reason:         pr.Reason,
+		flags:          pr.Flags,
+		valueFlags:     set(pr.ValueFlags),
+		queryFlags:     set(pr.QueryFlags),
+		paths:          pr.Paths,
+		pathFlags:      pr.PathFlags,
+		recursive:      set(pr.Recursive),
+		skip:           pr.Skip,
+		skipUnless:     set(pr.SkipUnless),
+		keyed:          pr.Keyed,
+		wrapper:        pr.Wrapper,
+		extraArgs:      pr.ExtraArgs,
+		codeFlags:      set(pr.CodeFlags),
+		codeOperand:    pr.CodeOperand,
+		assignCode:     pr.AssignCode,
+		language:       pr.Language,
+		stdinCode:      pr.StdinCode,
+		stdinFlags:     set(pr.StdinFlags),
+		expression:     pr.Expression,
+		execFlags:      set(pr.ExecFlags),
+		filters:        set(pr.Filters),
+		mountFlags:     set(pr.MountFlags),
+		uploads:        pr.Uploads,
+		changesDir:     pr.ChangesDir,
+		sameShell:      pr.SameShell,
+		chdirFlags:     set(pr.ChdirFlags),
+		valuePaths:     pr.ValuePaths,
+		wholeFlags:     pr.WholeFlags,
+		wLongOptions:   pr.WLongOptions,
+		signals:        pr.Signals,
+		workdirFlags:   set(pr.WorkdirFlags),
+		defaultOperand: pr.DefaultOperand,
+		codeValues:     pr.CodeValues,
+		callbackArgs:   pr.CallbackArgs,
+		dumpsEnv:       pr.DumpsEnv,
+		archives:       pr.Archives,
+		sends:          pr.Sends,
+		uploadFlags:    set(pr.UploadFlags),
+		definesRemote:  pr.DefinesRemote,
+		pushes:         pr.Pushes,
+	}
+	if pr.Signals != "" && pr.Signals != signalsPids && pr.Signals != signalsNames {
+		return nil, fmt.Errorf("rules: %s.signals: unknown kind %q", field, pr.Signals)
+	}
+	for key, code := range pr.ValueReasons {
+		flag, glob, ok := strings.Cut(key, " ")
+		if !ok {
+			return nil, fmt.Errorf("rules: %s.value_reasons[%q]: want \"FLAG GLOB\"", field, key)
+		}
+		if err := rs.checkReason(code, fmt.Sprintf("%s.value_reasons[%q]", field, key)); err != nil {
+			return nil, err
+		}
+		p.valueReasons = append(p.valueReasons, [3]string{flag, glob, code})
+	}
+	sort.Slice(p.valueReasons, func(i, j int) bool {
+		return p.valueReasons[i][0]+p.valueReasons[i][1] < p.valueReasons[j][0]+p.valueReasons[j][1]
+	})
+	for flag, mode := range pr.ValuePaths {
+		if !pathModes[mode] {
+			return nil, fmt.Errorf("rules: %s.value_paths[%q]: unknown mode %q", field, flag, mode)
+		}
+	}
+	for flag, code := range pr.Flags {
+		if err := rs.checkReason(code, fmt.Sprintf("%s.flags[%q]", field, flag)); err != nil {
+			return nil, err
+		}
+	}
+	for flag, mode := range pr.PathFlags {
+		if !pathModes[mode] {
+			return nil, fmt.Errorf("rules: %s.path_flags[%q]: unknown mode %q", field, flag, mode)
+		}
+	}
+	for key, mode := range pr.Keyed {
+		if !pathModes[mode] {
+			return nil, fmt.Errorf("rules: %s.keyed[%q]: unknown mode %q", field, key, mode)
+		}
+	}
+	for glob, code := range pr.Operands {
+		if _, err := path.Match(glob, ""); err != nil {
+			return nil, fmt.Errorf("rules: %s.operands[%q]: %w", field, glob, err)
+		}
+		if err := rs.checkReason(code, fmt.Sprintf("%s.operands[%q]", field, glob)); err != nil {
+			return nil, err
+		}
+		p.operands = append(p.operands, [2]string{glob, code})
+	}
+	sort.Slice(p.operands, func(i, j int) bool { return p.operands[i][0] < p.operands[j][0] })
+	if len(p.codeFlags) > 0 || len(p.execFlags) > 0 {
+		p.worstFlag = codeDynamicCommand
+	} else {
+		for _, flag := range slices.Sorted(maps.Keys(p.flags)) {
+			code := p.flags[flag]
+			if code == "no_preserve_root" {
+				// Harmless unless / is an operand too, which is judged on its own.
+				continue
+			}
+			if r := rs.reasons[code].risk; r > RiskSafe && (p.worstFlag == "" || r > rs.reasons[p.worstFlag].risk) {
+				p.worstFlag = code
+			}
+		}
+	}
+	if len(pr.Subcommands) > 0 {
+		p.subs = map[string]*program{}
+		for name, sub := range pr.Subcommands {
+			sp, err := rs.compileProgram(sub, field+".subcommands."+name)
+			if err != nil {
+				return nil, err
+			}
+			p.subs[name] = sp
+		}
+	}
+	return p, nil
+}
