@@ -30,6 +30,11 @@ type Record struct {
 	NewConfig func() any
 	// Validate checks a decoded section beyond its schema; nil when the schema says all.
 	Validate func(section any) error
+	// Derive adapts section — the environment's own copy — to the runtime's [Policy] and
+	// returns the options Open then gets in [Settings.Options] (a kernel sandbox from the
+	// path policy, a network from [network]). The runtime calls it before every Open
+	// without knowing the kind; nil when the section alone says all.
+	Derive func(section any, p Policy) (options []any, err error)
 	// Open starts an environment.
 	Open func(ctx context.Context, s Settings) (Environment, error)
 	// PerSession is true when each session gets an environment of its own (a container
@@ -61,8 +66,8 @@ type Settings struct {
 	KillGrace      time.Duration
 	// Session is the runtime session the environment is for, "" for one shared by all.
 	Session string
-	// Options are extra, backend-specific constructor options the runtime adds (a kernel
-	// sandbox, an egress proxy); a backend ignores what it does not know.
+	// Options are what the record's Derive returned (a kernel sandbox, an egress proxy),
+	// plus any a test adds; a backend ignores what it does not know.
 	Options []any
 	Logger  hclog.Logger
 }

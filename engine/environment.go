@@ -38,16 +38,18 @@ func copySection(r backend.Record, sec any) any {
 }
 
 // open opens the configured backend for a session ("" for one shared by all): its record's
-// constructor with the section, the common [environment] settings and the options the
-// runtime adds for some backends (see options.go).
+// constructor with the section, the common [environment] settings and what its record derives
+// from the runtime's policy (see policy.go).
 func open(ctx context.Context, cfg *configs.Config, session string, log hclog.Logger) (backend.Environment, error) {
 	r, sec, err := section(cfg)
 	if err != nil {
 		return nil, err
 	}
-	extra, err := backendOptions(cfg, sec, session, log)
-	if err != nil {
-		return nil, err
+	var extra []any
+	if r.Derive != nil {
+		if extra, err = r.Derive(sec, backendPolicy(cfg, session, log)); err != nil {
+			return nil, err
+		}
 	}
 	e := cfg.Environment
 	return r.Open(ctx, backend.Settings{

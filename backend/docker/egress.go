@@ -20,18 +20,10 @@ import (
 
 // EgressProxy starts Airlock's egress proxy listening on listen — the host's address on the
 // container's internal network, the only address the container can reach.
-type EgressProxy func(ctx context.Context, listen netip.Addr) (Egress, error)
+type EgressProxy = backend.EgressProxy
 
 // Egress is a running egress proxy.
-type Egress struct {
-	// URL is the proxy URL commands are given (http://ip:port).
-	URL string
-	// Stop stops the proxy.
-	Stop func() error
-	// ForCall, when set, returns a proxy URL carrying credentials that name callID, valid
-	// until release: each command gets it, so that a refusal names its call.
-	ForCall func(callID string) (proxyURL string, release func())
-}
+type Egress = backend.Egress
 
 // WithEgressProxy puts the container on an internal Docker network of its own (Internal:
 // true: no route out, not even to the host's other networks), created and labelled by

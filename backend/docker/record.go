@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 
 	"github.com/airlock-dev/airlock/backend"
@@ -17,6 +18,7 @@ func init() {
 		Summary:    "a hardened container per session, through the Engine API",
 		Schema:     configSchema,
 		NewConfig:  func() any { c := DefaultConfig(); return &c },
+		Derive:     derive,
 		Open:       open,
 		PerSession: true,
 		Modes:      []string{ModeAgent, ModeExec},
@@ -42,6 +44,28 @@ func init() {
 		},
 		Capabilities: backend.Capabilities{FilesystemIsolation: true, NetworkIsolation: true, ProcessTreeKill: true, ResidentHelper: true},
 	})
+}
+
+// derive applies [network] mode to the session's section: none keeps the container without
+// network, open puts it on environment.docker.network (the default bridge when that is
+// "none"), allowlist puts it on an internal network of its own whose only way out is the
+// runtime's egress proxy (see [WithEgressProxy]). Allowlist containers are not reused:
+// their network and proxy live as long as the session.
+func derive(section any, p backend.Policy) ([]any, error) {
+	c := section.(*Config)
+	switch p.Network.Mode {
+	case backend.NetworkOpen:
+		if c.Network == "none" {
+			c.Network = "bridge"
+		}
+	case backend.NetworkAllowlist:
+		if p.Network.Proxy == nil {
+			return nil, errors.New(`[network] mode = "allowlist" without an egress proxy`)
+		}
+		c.ReuseContainer = false
+		return []any{WithEgressProxy(p.Network.Proxy)}, nil
+	}
+	return nil, nil
 }
 
 // open starts the container of a session from its record's settings; Options of type

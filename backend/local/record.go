@@ -25,14 +25,14 @@ func init() {
 		Summary:      "child processes in the workspace on this host",
 		Schema:       configSchema,
 		NewConfig:    func() any { return &Section{Sandbox: "auto"} },
+		Derive:       derive,
 		Open:         open,
 		Capabilities: backend.Capabilities{ProcessTreeKill: true},
 	})
 }
 
-// open starts the local environment from a record's settings. The runtime passes the
-// kernel sandbox, built from its path policy, as a [SandboxConfig] among the Options, and
-// [Option]s are applied.
+// open starts the local environment from a record's settings: the [SandboxConfig] and
+// [NetworkConfig] derive made are taken from the Options, and [Option]s are applied.
 func open(_ context.Context, s backend.Settings) (backend.Environment, error) {
 	// airlock's only child processes are the commands it runs: as their subreaper it
 	// inherits what escapes a command's process group (setsid) and kills it.

@@ -3,6 +3,7 @@ package ssh
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 
 	"github.com/airlock-dev/airlock/backend"
@@ -17,6 +18,7 @@ func init() {
 		Summary:   "a remote host over one verified SSH connection",
 		Schema:    configSchema,
 		NewConfig: func() any { c := DefaultConfig(); return &c },
+		Derive:    derive,
 		Open:      open,
 		Modes:     []string{ModeAgent, ModeSession},
 		SetMode: func(section any, mode string) error {
@@ -34,6 +36,17 @@ func init() {
 		Capabilities: backend.Capabilities{ProcessTreeKill: true, ResidentHelper: true},
 		Commands:     []backend.Command{trustCommand},
 	})
+}
+
+// derive applies [network] mode. The remote host's network is not Airlock's to cut: none
+// and open run with it as it is, which Describe and the README say. allowlist would route
+// commands through the egress proxy over a reverse-forwarded port; that is not built, so it
+// is refused rather than run with the remote network open.
+func derive(_ any, p backend.Policy) ([]any, error) {
+	if p.Network.Mode == backend.NetworkAllowlist {
+		return nil, errors.New(`ssh: [network] mode = "allowlist" is not supported on the ssh backend yet (the egress proxy over a reverse-forwarded port is not built); the remote host's network is not Airlock's to cut — use mode "none" or "open" (both leave it as it is) or the docker backend`)
+	}
+	return nil, nil
 }
 
 // open connects from a record's settings; Options of type [Option] are applied.

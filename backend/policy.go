@@ -1,0 +1,65 @@
+package backend
+
+import (
+	"context"
+	"net/netip"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Policy is what the runtime knows from the config's sections other than the backend's own
+// — the path policy, [network], the session — in a form no backend has to import the
+// runtime or the config package for. A backend's [Record.Derive] turns it into what that
+// backend enforces (a kernel sandbox from the roots, a container network from the mode).
+type Policy struct {
+	Paths   PathPolicy
+	Network NetworkPolicy
+	// Session is the runtime session the environment is for, "" for one shared by all.
+	Session string
+	Logger  hclog.Logger
+}
+
+// PathPolicy is the config's path policy as host paths.
+type PathPolicy struct {
+	// ReadRoots and WriteRoots are absolute host paths (never empty: the workspace when
+	// the config names none). Every write root is also a read root.
+	ReadRoots, WriteRoots []string
+	// Protected are Airlock's own files (the config in use, the ledger, session and
+	// approval state): no command may read or write them.
+	Protected []string
+	// Hidden reports whether a path relative to a root (slash-separated) matches one of the
+	// deny_names that bind commands too, not only the file tools.
+	Hidden func(rel string) bool
+}
+
+// NetworkMode is how much network [network] mode grants commands.
+type NetworkMode string
+
+const (
+	NetworkNone      NetworkMode = "none"      // no network at all (the default)
+	NetworkOpen      NetworkMode = "open"      // any address
+	NetworkAllowlist NetworkMode = "allowlist" // only through the egress proxy
+)
+
+// NetworkPolicy is [network] for a backend.
+type NetworkPolicy struct {
+	Mode NetworkMode
+	// Proxy starts the egress proxy (set in mode allowlist): the backend calls it with the
+	// address its commands can reach the host on and points them at the URL it returns.
+	Proxy EgressProxy
+}
+
+// EgressProxy starts Airlock's egress proxy listening on listen — an address the backend's
+// commands can reach and nothing else can be reached through.
+type EgressProxy func(ctx context.Context, listen netip.Addr) (Egress, error)
+
+// Egress is a running egress proxy.
+type Egress struct {
+	// URL is the proxy URL commands are given (http://ip:port).
+	URL string
+	// Stop stops the proxy.
+	Stop func() error
+	// ForCall, when set, returns a proxy URL that names callID, valid until release: each
+	// command gets it, so that a refusal names its call.
+	ForCall func(callID string) (proxyURL string, release func())
+}
