@@ -107,42 +107,41 @@ var childrenFiles = sync.OnceValue(func() bool {
 	return err == nil
 })
 
-// children lists this process's children. Each thread's children file lists the processes
-// it forked and the orphans handed to it as a subreaper, so reading them costs in proportion
-// to this process's threads and children, never to the host's processes. Without those
-// files, every process's stat is read instead.
+// children lists the children of this process that can be orphans it was handed as a
+// subreaper: those on its main thread's children file. The kernel gives an orphan to the
+// first live thread of the subreaper's thread group, which is the main thread (Go never ends
+// it), so reading that one file costs the same however many threads, children or other
+// processes there are. Children this process forked itself sit on the forking thread's file
+// and are not looked at: they are the commands Run waits for, or another part of the
+// program's, not escapees. Without children files, every process's stat is read instead.
 func children() []int {
 	if !childrenFiles() {
 		return scanChildren(os.Getpid())
 	}
-	tasks, err := os.ReadDir("/proc/self/task")
+	f, err := os.Open(mainChildren)
 	if err != nil {
 		return scanChildren(os.Getpid())
 	}
+	defer f.Close()
 	var out []int
 	var buf [4096]byte
-	for _, t := range tasks {
-		f, err := os.Open("/proc/self/task/" + t.Name() + "/children")
-		if err != nil {
-			continue // the thread ended
+	var data []byte
+	for {
+		n, err := f.Read(buf[:])
+		data = append(data, buf[:n]...)
+		if err != nil || n == 0 {
+			break
 		}
-		var data []byte
-		for {
-			n, err := f.Read(buf[:])
-			data = append(data, buf[:n]...)
-			if err != nil || n == 0 {
-				break
-			}
-		}
-		_ = f.Close()
-		for _, field := range bytes.Fields(data) {
-			if pid, err := strconv.Atoi(string(field)); err == nil {
-				out = append(out, pid)
-			}
+	}
+	for _, field := range bytes.Fields(data) {
+		if pid, err := strconv.Atoi(string(field)); err == nil {
+			out = append(out, pid)
 		}
 	}
 	return out
 }
+
+var mainChildren = "/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children"
 
 // scanChildren lists the processes whose parent is ppid by reading every /proc/PID/stat: the
 // fallback where children files do not exist.

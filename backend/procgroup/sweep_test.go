@@ -6,8 +6,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -48,32 +50,43 @@ func TestSweepKillsWhatEscapedTheGroup(t *testing.T) {
 	}
 }
 
-// TestChildrenListsOurs: the children files name exactly the processes whose parent we are,
-// as a scan of every process's stat does.
-func TestChildrenListsOurs(t *testing.T) {
-	var cmds []*exec.Cmd
+// TestChildrenListsOrphans: an orphan handed to this process as a subreaper is on the
+// children file that children reads, and children lists nothing that is not our child.
+func TestChildrenListsOrphans(t *testing.T) {
+	if err := EnableSubreaper(); err != nil {
+		t.Skipf("subreaper: %v", err)
+	}
+	// The shell exits at once; its background sleep is handed to us. Run from goroutines on
+	// other threads too, as commands are.
+	var orphans []int
 	for range 3 {
-		c := exec.Command("sleep", "30")
-		if err := c.Start(); err != nil {
+		var out strings.Builder
+		cmd := exec.Command("/bin/sh", "-c", "sleep 30 </dev/null >/dev/null 2>&1 & echo $!")
+		cmd.Stdout = &out
+		if err := RunCmd(cmd); err != nil { // not reaped behind our back
 			t.Fatal(err)
 		}
-		cmds = append(cmds, c)
+		pid, err := strconv.Atoi(strings.TrimSpace(out.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		orphans = append(orphans, pid)
 	}
 	t.Cleanup(func() {
-		for _, c := range cmds {
-			_ = c.Process.Kill()
-			_ = c.Wait()
+		for _, pid := range orphans {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
+		Sweep()
 	})
-	got, want := children(), scanChildren(os.Getpid())
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Fatalf("children() = %v, scan = %v", got, want)
+	got, all := children(), scanChildren(os.Getpid())
+	for _, pid := range orphans {
+		if !slices.Contains(got, pid) {
+			t.Errorf("orphan %d not listed: children() = %v, every child = %v", pid, got, all)
+		}
 	}
-	for _, c := range cmds {
-		if !slices.Contains(got, c.Process.Pid) {
-			t.Errorf("child %d not listed in %v", c.Process.Pid, got)
+	for _, pid := range got {
+		if !slices.Contains(all, pid) {
+			t.Errorf("children() lists %d, which is not our child (%v)", pid, all)
 		}
 	}
 }
