@@ -1,0 +1,247 @@
+package differential
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/airlock-dev/airlock/backend/docker/dockertest"
+)
+
+// Shells are the names the driver reports, in the order it runs them (see probe).
+var Shells = []string{"bash", "bash-sh", "dash", "busybox"}
+
+// entry, request and result mirror the probe's wire types.
+type entry struct {
+	Argv [][]byte `json:"argv"`
+}
+
+type request struct {
+	ID  int    `json:"id"`
+	Cmd []byte `json:"cmd"`
+}
+
+type result struct {
+	ID        int      `json:"id"`
+	Shell     string   `json:"shell"`
+	Runs      []entry  `json:"runs"`
+	Missing   [][]byte `json:"missing"`
+	Exit      int      `json:"exit"`
+	TimedOut  bool     `json:"timed_out"`
+	Truncated bool     `json:"truncated"`
+	Stderr    []byte   `json:"stderr"`
+	Error     string   `json:"error"`
+}
+
+// labelRun names the test process that made a container, so that a crashed run's leftovers
+// are found by label and removed by the next run (see removeStale).
+const (
+	labelRun     = "airlock.test.differential.run"
+	labelCreated = "airlock.test.differential.created"
+	staleAfter   = time.Hour
+)
+
+// sandbox is one throwaway container with the driver running in it: commands go in as
+// JSON lines, results come back as JSON lines, many commands per container.
+type sandbox struct {
+	mu      sync.Mutex // serialises Run
+	hij     io.WriteCloser
+	enc     *json.Encoder
+	results chan result
+	readErr chan error
+	nextID  int
+}
+
+// startSandbox starts one container for the calling test and its driver; both go away in
+// t.Cleanup. workers is how many commands the driver runs at once.
+func startSandbox(t testing.TB, workers int) *sandbox {
+	t.Helper()
+	cli := dockertest.Client(t)
+	names := recorderNames(t, append(busyboxApplets(t), classifierPrograms()...))
+	ref := shellImage(t, cli, names)
+	removeStale(cli)
+
+	ctx := context.Background()
+	var suffix [6]byte
+	_, _ = rand.Read(suffix[:])
+	name := "airlock-diff-" + hex.EncodeToString(suffix[:])
+	pids := int64(512)
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	resp, err := cli.ContainerCreate(cctx, &container.Config{
+		Image:      ref,
+		Cmd:        []string{"/.probe/idle"},
+		User:       "65534:65534",
+		WorkingDir: "/tmp",
+		Env:        []string{"PATH=" + imagePATH},
+		Labels: map[string]string{
+			labelOwner:   ownerValue,
+			labelRun:     name,
+			labelCreated: strconv.FormatInt(time.Now().Unix(), 10),
+		},
+	}, &container.HostConfig{
+		NetworkMode:    "none",
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		ReadonlyRootfs: true,
+		Tmpfs: map[string]string{
+			"/tmp": "rw,nosuid,nodev,size=128m,mode=1777",
+			"/rec": "rw,nosuid,nodev,size=32m,mode=1777",
+		},
+		Resources: container.Resources{PidsLimit: &pids, Memory: 1 << 30},
+	}, nil, nil, name)
+	t.Cleanup(func() {
+		if err != nil {
+			return
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if rerr := cli.ContainerRemove(rctx, resp.ID, container.RemoveOptions{Force: true}); rerr != nil {
+			t.Logf("remove %s: %v", name, rerr)
+		}
+	})
+	if err != nil {
+		t.Fatalf("create %s: %v", name, err)
+	}
+	if err := cli.ContainerStart(cctx, resp.ID, container.StartOptions{}); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	x, err := cli.ContainerExecCreate(cctx, resp.ID, container.ExecOptions{
+		Cmd:          []string{"/.probe/driver", strconv.Itoa(workers)},
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+	})
+	if err != nil {
+		t.Fatalf("exec create driver: %v", err)
+	}
+	hij, err := cli.ContainerExecAttach(cctx, x.ID, container.ExecAttachOptions{})
+	if err != nil {
+		t.Fatalf("exec attach driver: %v", err)
+	}
+	t.Cleanup(hij.Close)
+	s := &sandbox{hij: hij.Conn, enc: json.NewEncoder(hij.Conn), results: make(chan result, 64), readErr: make(chan error, 1)}
+	pr, pw := io.Pipe()
+	var stderr capture
+	go func() {
+		_, err := stdcopy.StdCopy(pw, &stderr, hij.Reader)
+		_ = pw.CloseWithError(errors.Join(err, fmt.Errorf("driver stream ended; driver stderr: %s", stderr.String())))
+	}()
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 256<<20)
+		for sc.Scan() {
+			var r result
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				s.readErr <- fmt.Errorf("driver result: %w", err)
+				return
+			}
+			s.results <- r
+		}
+		s.readErr <- errors.Join(sc.Err(), fmt.Errorf("driver stream ended; driver stderr: %s", stderr.String()))
+	}()
+	return s
+}
+
+// Run runs each command under every shell and returns, per command, the results in
+// [Shells] order.
+func (s *sandbox) Run(cmds [][]byte) ([][]result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	base := s.nextID
+	s.nextID += len(cmds)
+	sendErr := make(chan error, 1)
+	go func() {
+		for i, c := range cmds {
+			if err := s.enc.Encode(request{ID: base + i, Cmd: c}); err != nil {
+				sendErr <- fmt.Errorf("send to driver: %w", err)
+				return
+			}
+		}
+		sendErr <- nil
+	}()
+	out := make([][]result, len(cmds))
+	order := map[string]int{}
+	for i, sh := range Shells {
+		order[sh] = i
+	}
+	for range len(cmds) * len(Shells) {
+		select {
+		case r := <-s.results:
+			i := r.ID - base
+			if i < 0 || i >= len(cmds) {
+				return nil, fmt.Errorf("driver answered unknown id %d", r.ID)
+			}
+			if out[i] == nil {
+				out[i] = make([]result, len(Shells))
+			}
+			k, ok := order[r.Shell]
+			if !ok {
+				return nil, fmt.Errorf("driver answered for unknown shell %q", r.Shell)
+			}
+			out[i][k] = r
+		case err := <-s.readErr:
+			s.readErr <- err
+			return nil, err
+		case <-time.After(2 * time.Minute):
+			return nil, errors.New("driver answered nothing for 2 minutes")
+		}
+	}
+	if err := <-sendErr; err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// removeStale removes this harness's containers that a crashed run left behind: only ours
+// (by label), and only old ones, since other test processes may be using theirs.
+func removeStale(cli *client.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", labelOwner+"="+ownerValue))})
+	if err != nil {
+		return
+	}
+	for _, c := range list {
+		created, err := strconv.ParseInt(c.Labels[labelCreated], 10, 64)
+		if err != nil || time.Since(time.Unix(created, 0)) < staleAfter {
+			continue
+		}
+		_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+	}
+}
+
+// capture keeps what the driver writes to stderr, for error messages.
+type capture struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.buf) < 64<<10 {
+		c.buf = append(c.buf, p...)
+	}
+	return len(p), nil
+}
+
+func (c *capture) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return string(c.buf)
+}

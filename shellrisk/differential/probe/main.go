@@ -1,0 +1,370 @@
+// Command probe is the one static program inside the differential test image. Its name
+// decides what it does:
+//
+//   - as "driver" it reads commands (JSON lines on stdin), runs each under every real shell
+//     in the image, each run in a session of its own with a fresh log, a fresh working
+//     directory and a time limit, and writes one JSON line per (command, shell) on stdout;
+//   - as "idle" it is the container's main process and only waits to be stopped;
+//   - under any other name it is a recorder: every program on PATH in the image is a link to
+//     it. It appends its argv, byte for byte, to the log of the session it runs in and
+//     exits 0 without doing anything else.
+//
+// The log is keyed by the session id: the driver starts each shell with setsid, and no shell
+// built-in can leave the session, so everything the shell runs — pipelines, background jobs,
+// job-control process groups — logs to that run's file, and runs can go in parallel.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// logDir holds one log per session; the image mounts a tmpfs there.
+const logDir = "/rec"
+
+// Entry is one line of a recorder log.
+type Entry struct {
+	// Argv is the argument vector exactly as the shell passed it ([]byte keeps every byte:
+	// encoding/json writes it as base64).
+	Argv [][]byte `json:"argv"`
+}
+
+// Request is one command for the driver.
+type Request struct {
+	ID  int    `json:"id"`
+	Cmd []byte `json:"cmd"`
+}
+
+// Result is what one shell did with one command.
+type Result struct {
+	ID    int    `json:"id"`
+	Shell string `json:"shell"`
+	// Runs are the programs the shell executed, in the order their recorders logged.
+	Runs []Entry `json:"runs"`
+	// Missing are the command names the shell looked up and did not find, read from its
+	// "not found" diagnostics: a real machine may have them.
+	Missing  [][]byte `json:"missing,omitempty"`
+	Exit     int      `json:"exit"`
+	TimedOut bool     `json:"timed_out,omitempty"`
+	// Truncated is true when the command held a NUL byte: like every C program given it
+	// through execve or sshd, the shell sees only the part before the first NUL.
+	Truncated bool   `json:"truncated,omitempty"`
+	Stderr    []byte `json:"stderr,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// shell is one real shell in the image and how the backends start it.
+type shell struct {
+	name string
+	path string
+	argv []string // argv before the command text
+}
+
+var shells = []shell{
+	{"bash", "/shells/bash", []string{"bash", "-c"}},
+	// bash started as sh runs in POSIX mode, as /bin/sh does on some distributions: among
+	// other things it then expands aliases without being interactive.
+	{"bash-sh", "/shells/bash", []string{"sh", "-c"}},
+	{"dash", "/shells/dash", []string{"dash", "-c"}},
+	{"busybox", "/shells/busybox", []string{"sh", "-c"}},
+}
+
+// env is the whole environment each shell starts with; HOME is set per run.
+var env = []string{
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"LC_ALL=C",
+	"USER=nobody",
+	"LOGNAME=nobody",
+	"SHELL=/bin/sh",
+}
+
+const (
+	runTimeout = 2 * time.Second
+	maxStderr  = 64 << 10
+)
+
+func main() {
+	switch filepath.Base(os.Args[0]) {
+	case "driver":
+		os.Exit(drive())
+	case "idle":
+		idle()
+	default:
+		record()
+	}
+}
+
+func idle() {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
+	<-c
+	os.Exit(0)
+}
+
+func record() {
+	sid, _, errno := syscall.RawSyscall(syscall.SYS_GETSID, 0, 0, 0)
+	if errno != 0 {
+		os.Exit(0)
+	}
+	argv := make([][]byte, len(os.Args))
+	for i, a := range os.Args {
+		argv[i] = []byte(a)
+	}
+	line, err := json.Marshal(Entry{Argv: argv})
+	if err != nil {
+		os.Exit(0)
+	}
+	f, err := os.OpenFile(filepath.Join(logDir, strconv.Itoa(int(sid))+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "recorder: %v\n", err)
+		os.Exit(0)
+	}
+	// One write per entry: O_APPEND keeps lines whole when a pipeline's programs log at once.
+	_, _ = f.Write(append(line, '\n'))
+	_ = f.Close()
+	os.Exit(0)
+}
+
+func drive() int {
+	workers := 2
+	if len(os.Args) > 1 {
+		if n, err := strconv.Atoi(os.Args[1]); err == nil && n > 0 {
+			workers = n
+		}
+	}
+	reqs := make(chan Request)
+	out := json.NewEncoder(os.Stdout)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := 0
+			for r := range reqs {
+				for _, sh := range shells {
+					n++
+					res := run(sh, r, fmt.Sprintf("/tmp/w/%d-%d", w, n))
+					mu.Lock()
+					_ = out.Encode(res)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var r Request
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			fmt.Fprintf(os.Stderr, "driver: bad request: %v\n", err)
+			return 2
+		}
+		reqs <- r
+	}
+	close(reqs)
+	wg.Wait()
+	return 0
+}
+
+func run(sh shell, r Request, dir string) Result {
+	res := Result{ID: r.ID, Shell: sh.name}
+	cmdText := r.Cmd
+	if i := bytes.IndexByte(cmdText, 0); i >= 0 {
+		cmdText, res.Truncated = cmdText[:i], true
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer os.RemoveAll(dir)
+	var stderr capped
+	c := &exec.Cmd{
+		Path:        sh.path,
+		Args:        append(append([]string(nil), sh.argv...), string(cmdText)),
+		Dir:         dir,
+		Env:         append([]string{"HOME=" + dir, "PWD=" + dir}, env...),
+		Stderr:      &stderr,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	if err := c.Start(); err != nil {
+		res.Error = "start: " + err.Error()
+		return res
+	}
+	sid := c.Process.Pid
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	timer := time.NewTimer(runTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		res.Exit = exitCode(err)
+	case <-timer.C:
+		res.TimedOut = true
+		killSession(sid)
+		res.Exit = exitCode(<-done)
+	}
+	// Background jobs may still be running: wait for the session to empty, then kill what is
+	// left, so that nothing logs into a later run's file.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for len(sessionMembers(sid)) > 0 {
+		if time.Now().After(deadline) {
+			res.TimedOut = true
+			killSession(sid)
+			time.Sleep(10 * time.Millisecond)
+			if time.Now().After(deadline.Add(2 * time.Second)) {
+				break
+			}
+			continue
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	logPath := filepath.Join(logDir, strconv.Itoa(sid)+".log")
+	if b, err := os.ReadFile(logPath); err == nil {
+		for _, line := range bytes.Split(b, []byte{'\n'}) {
+			if len(line) == 0 {
+				continue
+			}
+			var e Entry
+			if err := json.Unmarshal(line, &e); err != nil {
+				res.Error = "bad log line: " + err.Error()
+				continue
+			}
+			res.Runs = append(res.Runs, e)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		res.Error = "read log: " + err.Error()
+	}
+	_ = os.Remove(logPath)
+	res.Stderr = stderr.buf.Bytes()
+	res.Missing = notFound(sh.name, res.Stderr)
+	return res
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// sessionMembers lists the processes whose session id is sid.
+func sessionMembers(sid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp session …; comm may hold spaces and parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 4 || f[0] == "Z" {
+			continue
+		}
+		if s, err := strconv.Atoi(f[3]); err == nil && s == sid {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func killSession(sid int) {
+	_ = syscall.Kill(-sid, syscall.SIGKILL)
+	for _, pid := range sessionMembers(sid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// notFound reads the names a shell could not find from its diagnostics. Each shell has one
+// fixed form; bash's "No such file or directory" is left out because bash says the same of
+// a redirection it cannot open (dash and busybox, which say "not found" of a missing path,
+// cover paths).
+func notFound(shellName string, stderr []byte) [][]byte {
+	var out [][]byte
+	for _, line := range bytes.Split(stderr, []byte{'\n'}) {
+		var rest []byte
+		var ok bool
+		switch shellName {
+		case "bash", "bash-sh":
+			prefix := []byte("bash: ")
+			if shellName == "bash-sh" {
+				prefix = []byte("sh: ")
+			}
+			if rest, ok = bytes.CutPrefix(line, prefix); !ok {
+				continue
+			}
+			if r, ok := bytes.CutPrefix(rest, []byte("line ")); ok {
+				if i := bytes.Index(r, []byte(": ")); i >= 0 {
+					rest = r[i+2:]
+				}
+			}
+			if rest, ok = bytes.CutSuffix(rest, []byte(": command not found")); !ok {
+				continue
+			}
+		case "dash":
+			if rest, ok = bytes.CutPrefix(line, []byte("dash: ")); !ok {
+				continue
+			}
+			if i := bytes.Index(rest, []byte(": ")); i >= 0 {
+				rest = rest[i+2:]
+			}
+			if rest, ok = bytes.CutSuffix(rest, []byte(": not found")); !ok {
+				continue
+			}
+		case "busybox":
+			if rest, ok = bytes.CutPrefix(line, []byte("sh: ")); !ok {
+				continue
+			}
+			if rest, ok = bytes.CutSuffix(rest, []byte(": not found")); !ok {
+				continue
+			}
+		}
+		out = append(out, append([]byte(nil), rest...))
+	}
+	return out
+}
+
+// capped keeps the first maxStderr bytes written to it and drops the rest.
+type capped struct{ buf bytes.Buffer }
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := maxStderr - c.buf.Len(); room > 0 {
+		if len(p) > room {
+			c.buf.Write(p[:room])
+		} else {
+			c.buf.Write(p)
+		}
+	}
+	return len(p), nil
+}
