@@ -27,6 +27,7 @@ var Shells = []string{"bash", "bash-sh", "dash", "busybox"}
 
 // entry, request and result mirror the probe's wire types.
 type entry struct {
+	Exe  []byte   `json:"exe"`
 	Argv [][]byte `json:"argv"`
 }
 
@@ -38,6 +39,8 @@ type request struct {
 type result struct {
 	ID        int      `json:"id"`
 	Shell     string   `json:"shell"`
+	Dir       string   `json:"dir"`
+	Home      string   `json:"home"`
 	Runs      []entry  `json:"runs"`
 	Missing   [][]byte `json:"missing"`
 	Exit      int      `json:"exit"`
@@ -85,7 +88,7 @@ func startSandbox(t testing.TB, workers int) *sandbox {
 	resp, err := cli.ContainerCreate(cctx, &container.Config{
 		Image:      ref,
 		Cmd:        []string{"/.probe/idle"},
-		User:       "65534:65534",
+		User:       "0:0",
 		WorkingDir: "/tmp",
 		Env:        []string{"PATH=" + imagePATH},
 		Labels: map[string]string{
@@ -94,8 +97,12 @@ func startSandbox(t testing.TB, workers int) *sandbox {
 			labelCreated: strconv.FormatInt(time.Now().Unix(), 10),
 		},
 	}, &container.HostConfig{
-		NetworkMode:    "none",
-		CapDrop:        []string{"ALL"},
+		NetworkMode: "none",
+		CapDrop:     []string{"ALL"},
+		// For the driver alone: it makes each run's directory, starts the shell as that
+		// worker's user (which leaves the shell with no capability at all), kills what is
+		// left of the run and removes its files.
+		CapAdd:         []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETUID", "SETGID"},
 		SecurityOpt:    []string{"no-new-privileges"},
 		ReadonlyRootfs: true,
 		Tmpfs: map[string]string{
@@ -121,7 +128,7 @@ func startSandbox(t testing.TB, workers int) *sandbox {
 		t.Fatalf("start %s: %v", name, err)
 	}
 	x, err := cli.ContainerExecCreate(cctx, resp.ID, container.ExecOptions{
-		Cmd:          []string{"/.probe/driver", strconv.Itoa(workers)},
+		Cmd:          []string{"/.probe/driver", strconv.Itoa(workers), strconv.Itoa(baseUID())},
 		AttachStdin:  true,
 		AttachStdout: true,
 		AttachStderr: true,
@@ -205,6 +212,15 @@ func (s *sandbox) Run(cmds [][]byte) ([][]result, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// baseUID picks the first of the users the driver runs shells as: RLIMIT_NPROC counts a
+// user's processes on the whole host, so two sandboxes (two fuzz workers, two helpers on
+// one daemon) must not share one.
+func baseUID() int {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return 200000 + int(uint32(b[0])|uint32(b[1])<<8|uint32(b[2])<<16)%1000000*64
 }
 
 // removeStale removes this harness's containers that a crashed run left behind: only ours

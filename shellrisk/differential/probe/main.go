@@ -36,6 +36,9 @@ const logDir = "/rec"
 
 // Entry is one line of a recorder log.
 type Entry struct {
+	// Exe is the path the shell executed (from /proc/self/exe, so a hard link's own name):
+	// argv[0] is only what the shell chose to pass (exec -a sets it).
+	Exe []byte `json:"exe"`
 	// Argv is the argument vector exactly as the shell passed it ([]byte keeps every byte:
 	// encoding/json writes it as base64).
 	Argv [][]byte `json:"argv"`
@@ -51,6 +54,9 @@ type Request struct {
 type Result struct {
 	ID    int    `json:"id"`
 	Shell string `json:"shell"`
+	// Dir and Home are the run's working and home directories.
+	Dir  string `json:"dir"`
+	Home string `json:"home"`
 	// Runs are the programs the shell executed, in the order their recorders logged.
 	Runs []Entry `json:"runs"`
 	// Missing are the command names the shell looked up and did not find, read from its
@@ -90,7 +96,13 @@ var env = []string{
 	"SHELL=/bin/sh",
 }
 
+// The driver runs as root in the container (with the few capabilities it needs to manage
+// the runs: see the test's container spec); each worker's shells run as a user of their
+// own (BASEUID+worker), without any capability, so that kill -1 or a fork bomb in one run
+// cannot reach the driver or a run in another worker.
 const (
+	rlimitNPROC = 6 // RLIMIT_NPROC on linux
+
 	runTimeout = 2 * time.Second
 	maxStderr  = 64 << 10
 )
@@ -106,11 +118,24 @@ func main() {
 	}
 }
 
+// idle is the container's process 1: it reaps the orphans that every background job whose
+// shell has exited becomes (without it they would stay zombies and use up the pids limit)
+// and exits when the container is stopped.
 func idle() {
-	c := make(chan os.Signal, 1)
-	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
-	<-c
-	os.Exit(0)
+	c := make(chan os.Signal, 16)
+	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
+	for sig := range c {
+		if sig != syscall.SIGCHLD {
+			os.Exit(0)
+		}
+		for {
+			var ws syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if pid <= 0 || err != nil {
+				break
+			}
+		}
+	}
 }
 
 func record() {
@@ -122,7 +147,8 @@ func record() {
 	for i, a := range os.Args {
 		argv[i] = []byte(a)
 	}
-	line, err := json.Marshal(Entry{Argv: argv})
+	exe, _ := os.Readlink("/proc/self/exe")
+	line, err := json.Marshal(Entry{Exe: []byte(exe), Argv: argv})
 	if err != nil {
 		os.Exit(0)
 	}
@@ -138,11 +164,25 @@ func record() {
 }
 
 func drive() int {
-	workers := 2
-	if len(os.Args) > 1 {
-		if n, err := strconv.Atoi(os.Args[1]); err == nil && n > 0 {
-			workers = n
+	// driver WORKERS BASEUID: the base is chosen per container by the test, since
+	// RLIMIT_NPROC counts a user's processes on the whole host, not per container.
+	workers, baseUID := 2, 10000
+	if len(os.Args) > 2 {
+		w, err1 := strconv.Atoi(os.Args[1])
+		u, err2 := strconv.Atoi(os.Args[2])
+		if err1 != nil || err2 != nil || w < 1 || u < 1000 {
+			fmt.Fprintf(os.Stderr, "driver: usage: driver WORKERS BASEUID\n")
+			return 2
 		}
+		workers, baseUID = w, u
+	}
+	// Root is exempt from RLIMIT_NPROC; the shells, which run as one unprivileged user per
+	// worker, inherit it, so that a fork bomb stops at its own limit instead of taking the
+	// container's pids, and the driver's threads, with it.
+	_ = syscall.Setrlimit(rlimitNPROC, &syscall.Rlimit{Cur: 128, Max: 128})
+	if err := os.MkdirAll("/tmp/w", 0o711); err != nil {
+		fmt.Fprintf(os.Stderr, "driver: %v\n", err)
+		return 2
 	}
 	reqs := make(chan Request)
 	out := json.NewEncoder(os.Stdout)
@@ -156,7 +196,7 @@ func drive() int {
 			for r := range reqs {
 				for _, sh := range shells {
 					n++
-					res := run(sh, r, fmt.Sprintf("/tmp/w/%d-%d", w, n))
+					res := run(sh, r, fmt.Sprintf("/tmp/w/%d-%d", w, n), baseUID+w)
 					mu.Lock()
 					_ = out.Encode(res)
 					mu.Unlock()
@@ -179,25 +219,42 @@ func drive() int {
 	return 0
 }
 
-func run(sh shell, r Request, dir string) Result {
-	res := Result{ID: r.ID, Shell: sh.name}
+func run(sh shell, r Request, dir string, uid int) Result {
+	res := Result{ID: r.ID, Shell: sh.name, Dir: dir + "/ws", Home: dir + "/home"}
 	cmdText := r.Cmd
 	if i := bytes.IndexByte(cmdText, 0); i >= 0 {
 		cmdText, res.Truncated = cmdText[:i], true
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	for _, d := range []string{res.Dir, res.Home} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		if err := os.Chown(d, uid, uid); err != nil {
+			res.Error = err.Error()
+			return res
+		}
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
 		res.Error = err.Error()
 		return res
 	}
 	defer os.RemoveAll(dir)
 	var stderr capped
 	c := &exec.Cmd{
-		Path:        sh.path,
-		Args:        append(append([]string(nil), sh.argv...), string(cmdText)),
-		Dir:         dir,
-		Env:         append([]string{"HOME=" + dir, "PWD=" + dir}, env...),
-		Stderr:      &stderr,
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+		Path:   sh.path,
+		Args:   append(append([]string(nil), sh.argv...), string(cmdText)),
+		Dir:    res.Dir,
+		Env:    append([]string{"HOME=" + res.Home, "PWD=" + res.Dir}, env...),
+		Stderr: &stderr,
+		SysProcAttr: &syscall.SysProcAttr{
+			Setsid:     true,
+			Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}},
+		},
 	}
 	if err := c.Start(); err != nil {
 		res.Error = "start: " + err.Error()
@@ -306,53 +363,54 @@ func killSession(sid int) {
 	}
 }
 
-// notFound reads the names a shell could not find from its diagnostics. Each shell has one
-// fixed form; bash's "No such file or directory" is left out because bash says the same of
-// a redirection it cannot open (dash and busybox, which say "not found" of a missing path,
-// cover paths).
+// notFound reads the names a shell could not find from its diagnostics. Each shell has
+// one fixed form (with an exec: variant); bash's "No such file or directory" is left out
+// because bash says the same of a redirection it cannot open (dash and busybox, which say
+// "not found" of a missing path too, cover paths).
+//
+//	bash: line 1: NAME: command not found     bash: line 1: exec: NAME: not found
+//	dash: 1: NAME: not found                  dash: 1: exec: NAME: not found
+//	sh: NAME: not found                       sh: exec: line 0: NAME: not found
 func notFound(shellName string, stderr []byte) [][]byte {
+	prefix, suffix := "sh: ", ": not found"
+	switch shellName {
+	case "bash":
+		prefix, suffix = "bash: ", ": command not found"
+	case "bash-sh":
+		suffix = ": command not found"
+	case "dash":
+		prefix = "dash: "
+	}
 	var out [][]byte
 	for _, line := range bytes.Split(stderr, []byte{'\n'}) {
-		var rest []byte
-		var ok bool
-		switch shellName {
-		case "bash", "bash-sh":
-			prefix := []byte("bash: ")
-			if shellName == "bash-sh" {
-				prefix = []byte("sh: ")
-			}
-			if rest, ok = bytes.CutPrefix(line, prefix); !ok {
+		rest, ok := bytes.CutPrefix(line, []byte(prefix))
+		if !ok {
+			continue
+		}
+		rest = cutLineNumber(rest)
+		if r, ok := bytes.CutPrefix(rest, []byte("exec: ")); ok {
+			if rest, ok = bytes.CutSuffix(cutLineNumber(r), []byte(": not found")); !ok {
 				continue
 			}
-			if r, ok := bytes.CutPrefix(rest, []byte("line ")); ok {
-				if i := bytes.Index(r, []byte(": ")); i >= 0 {
-					rest = r[i+2:]
-				}
-			}
-			if rest, ok = bytes.CutSuffix(rest, []byte(": command not found")); !ok {
-				continue
-			}
-		case "dash":
-			if rest, ok = bytes.CutPrefix(line, []byte("dash: ")); !ok {
-				continue
-			}
-			if i := bytes.Index(rest, []byte(": ")); i >= 0 {
-				rest = rest[i+2:]
-			}
-			if rest, ok = bytes.CutSuffix(rest, []byte(": not found")); !ok {
-				continue
-			}
-		case "busybox":
-			if rest, ok = bytes.CutPrefix(line, []byte("sh: ")); !ok {
-				continue
-			}
-			if rest, ok = bytes.CutSuffix(rest, []byte(": not found")); !ok {
-				continue
-			}
+		} else if rest, ok = bytes.CutSuffix(rest, []byte(suffix)); !ok {
+			continue
 		}
 		out = append(out, append([]byte(nil), rest...))
 	}
 	return out
+}
+
+// cutLineNumber removes a leading "line N: " or "N: ".
+func cutLineNumber(b []byte) []byte {
+	r := bytes.TrimPrefix(b, []byte("line "))
+	i := 0
+	for i < len(r) && r[i] >= '0' && r[i] <= '9' {
+		i++
+	}
+	if i > 0 && bytes.HasPrefix(r[i:], []byte(": ")) {
+		return r[i+2:]
+	}
+	return b
 }
 
 // capped keeps the first maxStderr bytes written to it and drops the rest.
