@@ -127,6 +127,7 @@ func compare(cmd string, v shellrisk.Verdict, results []result) outcome {
 			if r.Shell == "bash" || r.Shell == "bash-sh" {
 				name = bashUnquote(name)
 			}
+			name = replaceDir(replaceDir(name, r.Dir, "."), r.Home, "~")
 			if slices.ContainsFunc(v.Commands, func(c shellrisk.Command) bool { return matchName(c, name) }) {
 				continue
 			}
