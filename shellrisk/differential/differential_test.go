@@ -148,9 +148,7 @@ func TestDifferential(t *testing.T) {
 			if *flagRecord {
 				continue
 			}
-			for _, f := range o.Findings {
-				t.Errorf("%s: unjudged program\n%s", in.From, f)
-			}
+			t.Errorf("%s: unjudged program\n%s", in.From, summary(o.Findings))
 		}
 	}
 	var passing []string
@@ -239,4 +237,18 @@ func writeKnownFailures(t testing.TB, known map[string]string, still map[string]
 		t.Fatal(err)
 	}
 	t.Logf("wrote testdata/%s: %d entries", knownFailuresFile, len(es))
+}
+
+// summary reports a command's findings: the first in full, then one line for each other.
+func summary(fs []finding) string {
+	var b strings.Builder
+	b.WriteString(fs[0].String())
+	for _, f := range fs[1:] {
+		if f.Missing {
+			fmt.Fprintf(&b, "\n  also: shell %s looked up %s", f.Shell, strconv.Quote(f.Ran[0]))
+		} else {
+			fmt.Fprintf(&b, "\n  also: shell %s ran %s", f.Shell, quoteArgv(f.Ran))
+		}
+	}
+	return b.String()
 }

@@ -104,7 +104,10 @@ const (
 	rlimitNPROC = 6 // RLIMIT_NPROC on linux
 
 	runTimeout = 2 * time.Second
-	maxStderr  = 64 << 10
+	// graceAfterExit is how long background jobs may go on after the shell exits. It is
+	// generous so that a loaded machine cannot make a run lose a job's log.
+	graceAfterExit = 2 * time.Second
+	maxStderr      = 64 << 10
 )
 
 func main() {
@@ -275,7 +278,7 @@ func run(sh shell, r Request, dir string, uid int) Result {
 	}
 	// Background jobs may still be running: wait for the session to empty, then kill what is
 	// left, so that nothing logs into a later run's file.
-	deadline := time.Now().Add(500 * time.Millisecond)
+	deadline := time.Now().Add(graceAfterExit)
 	for len(sessionMembers(sid)) > 0 {
 		if time.Now().After(deadline) {
 			res.TimedOut = true
