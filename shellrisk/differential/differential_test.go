@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	flagMutations = flag.Int("diff.mutations", 4, "mutations per seed in TestDifferential (0 for none)")
+	flagMutations = flag.Int("diff.mutations", 1, "mutations per seed in TestDifferential (0 for none)")
 	flagWorkers   = flag.Int("diff.workers", 2, "commands the driver runs at once")
 	flagMax       = flag.Int("diff.max", 0, "stop after this many commands (0: all)")
 	flagPrune     = flag.Bool("diff.prune-known", false, "rewrite testdata/known-failures.txt without the entries that now pass")
