@@ -1,0 +1,36 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+)
+
+// TestNotFound reads each shell's "not found" diagnostics, and nothing else.
+func TestNotFound(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		shell, stderr string
+		want          []string
+	}{
+		{"bash", "bash: line 1: nosuch: command not found\nbash: line 2: /no/dir/f: No such file or directory\n", []string{"nosuch"}},
+		{"bash", "bash: line 1: exec: nosuch: not found\n", []string{"nosuch"}},
+		{"bash-sh", "sh: line 3: a b: command not found\n", []string{"a b"}},
+		{"dash", "dash: 1: nosuch: not found\ndash: 1: cannot create /no/f: Directory nonexistent\n", []string{"nosuch"}},
+		{"dash", "dash: 12: exec: /x/y: not found\n", []string{"/x/y"}},
+		{"busybox", "sh: nosuch: not found\nsh: can't create /no/f: nonexistent directory\n", []string{"nosuch"}},
+		{"busybox", "sh: exec: line 0: nosuch: not found\n", []string{"nosuch"}},
+		{"busybox", "sh: line 1: x: not found\n", []string{"x"}},
+		{"dash", "hello\n", nil},
+	} {
+		got := notFound(tc.shell, []byte(tc.stderr))
+		if len(got) != len(tc.want) {
+			t.Errorf("notFound(%s, %q) = %q, want %q", tc.shell, tc.stderr, got, tc.want)
+			continue
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], []byte(tc.want[i])) {
+				t.Errorf("notFound(%s, %q)[%d] = %q, want %q", tc.shell, tc.stderr, i, got[i], tc.want[i])
+			}
+		}
+	}
+}
