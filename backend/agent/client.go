@@ -51,6 +51,7 @@ type call struct {
 	creditWake     chan struct{}
 
 	exit     chan exitMsg
+	fileDone chan fileDoneMsg // set for a file operation
 	finished chan struct{}
 }
 
@@ -211,6 +212,8 @@ func (c *Client) dispatch(f frame) error {
 		default:
 			return fmt.Errorf("%w: second exit for request %d", ErrMalformedFrame, f.id)
 		}
+	case frameFileData, frameFileDone:
+		return cl.fileFrame(f)
 	default:
 		return fmt.Errorf("%w: unexpected %q from server", ErrMalformedFrame, f.typ)
 	}

@@ -9,7 +9,7 @@ import (
 
 // ProtocolVersion is the version both sides announce in their hello. A peer with another
 // version is refused: the helper binary and the host must come from the same build family.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // MaxPayload bounds one frame's payload. Larger data is split into several frames.
 const MaxPayload = 1 << 20
@@ -33,12 +33,16 @@ const (
 	frameStdout     frameType = 'O' // raw stdout bytes (already capped), server to client
 	frameStderr     frameType = 'E' // raw stderr bytes (already capped), server to client
 	frameExit       frameType = 'Q' // JSON exitMsg, server to client; the request is over
+	frameFile       frameType = 'F' // JSON fileMsg, client to server (files.go)
+	frameFileData   frameType = 'D' // raw file bytes: a write's data, or what a read returns
+	frameFileDone   frameType = 'R' // JSON fileDoneMsg, server to client; the request is over
 )
 
 func (t frameType) valid() bool {
 	switch t {
 	case frameHello, frameStart, frameStdin, frameStdinClose, frameCancel,
-		frameWindow, frameStdout, frameStderr, frameExit:
+		frameWindow, frameStdout, frameStderr, frameExit,
+		frameFile, frameFileData, frameFileDone:
 		return true
 	}
 	return false

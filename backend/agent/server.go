@@ -118,6 +118,7 @@ type server struct {
 
 	mu    sync.Mutex
 	procs map[uint32]*proc
+	files map[uint32]*fileIn // file operations waiting for their data
 	wg    sync.WaitGroup
 }
 
@@ -161,6 +162,8 @@ func (s *server) handle(f frame) error {
 		if p != nil {
 			p.cancel()
 		}
+	case frameFile, frameFileData:
+		return s.handleFile(f)
 	default:
 		return fmt.Errorf("%w: unexpected %q from client", ErrMalformedFrame, f.typ)
 	}
