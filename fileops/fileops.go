@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/pathpolicy"
+	"github.com/airlock-dev/airlock/session"
 	"github.com/airlock-dev/airlock/tool"
 )
 
@@ -199,7 +200,9 @@ func failure(err error, shown string, data any) (*tool.Output, error) {
 	case pathpolicy.CodeSymlinkEscape:
 		return failed(fe.code, shown+": the path changed into or through a symbolic link after it was checked; the operation was refused", false, data), nil
 	case pathpolicy.CodeForbiddenPath:
-		return failed(fe.code, shown+": the file has other hard links; it may be read but not written", false, data), nil
+		return failed(fe.code, shown+": the file has other hard links, whose names may lie outside the allowed directories; it is neither read nor written through this name ("+fe.msg+")", false, data), nil
+	case session.CodeStaleFile:
+		return failed(fe.code, shown+": the file changed since it was read for this call; read it again and retry", true, data), nil
 	case CodeNotRegular:
 		return failed(fe.code, shown+": not a regular file (a directory or a device); name a file", true, data), nil
 	case CodeNotDirectory:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/pathpolicy"
+	"github.com/airlock-dev/airlock/tool"
 )
 
 // binaryProbe is how much of a file's head is looked at for NUL bytes.
@@ -20,8 +21,13 @@ type files interface {
 	window(ctx context.Context, p string, first, last int, max int64) (window, error)
 	// readAll returns the whole file; a file over max bytes is a too_large fsError.
 	readAll(ctx context.Context, p string, max int64) ([]byte, error)
-	// write replaces the file atomically, keeping its mode, creating missing parents.
-	write(ctx context.Context, p string, data []byte) (created bool, err error)
+	// write replaces the file atomically, keeping its mode, creating missing parents. With
+	// expect set (a patch), a file whose SHA-256 is no longer expect is refused as stale
+	// where the road can tell.
+	write(ctx context.Context, p string, data []byte, expect string) (created bool, err error)
+	// notes say how the operations went where the model and the receipt should know: that
+	// they ran as shell scripts, and why.
+	notes() []string
 }
 
 type window struct {
@@ -56,11 +62,22 @@ func tooLarge(size, max int64) error {
 	return fsErr(pathpolicy.CodeTooLarge, "the file is %d bytes, over the limit of %d", size, max)
 }
 
-// filesFor picks how to reach files in env: directly for a host directory, by commands
-// otherwise.
+// filesFor picks how to reach files in env: through its resident helper when it has one,
+// directly for a host directory, and by shell commands only where neither is possible.
 func filesFor(env backend.Environment) files {
+	if fo, ok := env.(backend.FileOps); ok {
+		return &helperFiles{fo: fo, ws: workspaceOf(env), shell: shellFiles{env: env}}
+	}
 	if h, ok := env.(backend.HostDir); ok && h.HostDir() != "" {
 		return hostFiles{dir: h.HostDir()}
 	}
 	return shellFiles{env: env}
+}
+
+// withNotes adds the road's notes to an output.
+func withNotes(out *tool.Output, err error, fs files) (*tool.Output, error) {
+	if out != nil {
+		out.Notes = append(out.Notes, fs.notes()...)
+	}
+	return out, err
 }

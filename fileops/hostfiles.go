@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/pathpolicy"
+	"github.com/airlock-dev/airlock/session"
 )
 
 // hostFiles reaches files beneath a host directory through os.Root. The file's directory is
@@ -124,6 +126,12 @@ func openChecked(root *os.Root, rel string) (*os.File, fs.FileInfo, error) {
 		_ = f.Close()
 		return nil, nil, fsErr(pathpolicy.CodeSymlinkEscape, "changed while it was opened")
 	}
+	// The link count of the file opened, not of a name looked at earlier: a hard link made
+	// after the policy's check is refused here.
+	if n := linkCount(after); n > 1 {
+		_ = f.Close()
+		return nil, nil, fsErr(pathpolicy.CodeForbiddenPath, "has %d hard links", n)
+	}
 	return f, after, nil
 }
 
@@ -194,7 +202,9 @@ func (h hostFiles) readAll(_ context.Context, p string, max int64) ([]byte, erro
 	return data, nil
 }
 
-func (h hostFiles) write(_ context.Context, p string, data []byte) (bool, error) {
+func (h hostFiles) notes() []string { return nil }
+
+func (h hostFiles) write(_ context.Context, p string, data []byte, expect string) (bool, error) {
 	root, rel, err := h.parent(p, true)
 	if err != nil {
 		return false, err
@@ -206,6 +216,13 @@ func (h hostFiles) write(_ context.Context, p string, data []byte) (bool, error)
 			return false, fsErr(pathpolicy.CodeForbiddenPath, "has %d hard links", n)
 		}
 		perm, created = fi.Mode().Perm(), false
+		if expect != "" {
+			if err := sameContent(root, rel, expect); err != nil {
+				return false, err
+			}
+		}
+	} else if expect != "" {
+		return false, fsErr(session.CodeStaleFile, "the file was removed since it was read")
 	} else if fe := (*fsError)(nil); !errors.As(err, &fe) || fe.code != pathpolicy.CodeNotFound {
 		return false, err
 	}
@@ -234,6 +251,23 @@ func (h hostFiles) write(_ context.Context, p string, data []byte) (bool, error)
 		return false, mapErr(werr)
 	}
 	return created, nil
+}
+
+// sameContent refuses, as stale, a file whose SHA-256 is no longer expect.
+func sameContent(root *os.Root, rel, expect string) error {
+	f, _, err := openChecked(root, rel)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return mapErr(err)
+	}
+	if hex.EncodeToString(h.Sum(nil)) != expect {
+		return fsErr(session.CodeStaleFile, "the file changed since it was read")
+	}
+	return nil
 }
 
 func linkCount(fi fs.FileInfo) uint64 {

@@ -43,7 +43,7 @@ func TestHostFilesIntermediateSwap(t *testing.T) {
 	hook := filepath.Join(ws, ".git/hooks/pre-commit")
 	written := 0
 	for i := 0; i < 2000; i++ {
-		if _, err := h.write(context.Background(), target, []byte("#!/bin/sh\necho pwned\n")); err == nil {
+		if _, err := h.write(context.Background(), target, []byte("#!/bin/sh\necho pwned\n"), ""); err == nil {
 			written++
 		}
 		if _, err := os.Lstat(hook); err == nil {

@@ -84,7 +84,7 @@ func TestHostFilesNoLinkOnTheWay(t *testing.T) {
 			if tc.op == "read" {
 				_, err = h.readAll(context.Background(), p, 1<<20)
 			} else {
-				_, err = h.write(context.Background(), p, []byte("#!/bin/sh\necho pwned\n"))
+				_, err = h.write(context.Background(), p, []byte("#!/bin/sh\necho pwned\n"), "")
 			}
 			var fe *fsError
 			switch {
@@ -112,11 +112,11 @@ func TestHostFilesDeepWriteLinear(t *testing.T) {
 	h, _ := hostWorld(t)
 	cost := func(depth int) float64 {
 		p := filepath.Join(h.dir, strings.Repeat("d/", depth), "f.txt")
-		if _, err := h.write(context.Background(), p, []byte("x")); err != nil {
+		if _, err := h.write(context.Background(), p, []byte("x"), ""); err != nil {
 			t.Fatal(err)
 		}
 		return testing.AllocsPerRun(5, func() {
-			if _, err := h.write(context.Background(), p, []byte("x")); err != nil {
+			if _, err := h.write(context.Background(), p, []byte("x"), ""); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -135,7 +135,7 @@ func BenchmarkHostFilesDeepWrite(b *testing.B) {
 	h := hostFiles{dir: base}
 	p := filepath.Join(base, strings.Repeat("d/", 1500), "f.txt")
 	for b.Loop() {
-		if _, err := h.write(context.Background(), p, []byte("x")); err != nil {
+		if _, err := h.write(context.Background(), p, []byte("x"), ""); err != nil {
 			b.Fatal(err)
 		}
 	}

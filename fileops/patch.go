@@ -2,6 +2,8 @@ package fileops
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -37,6 +39,11 @@ func patchFile(ctx context.Context, inv *tool.Invocation, opts Options) (*tool.O
 		return failed(CodeNoMatch, "old_string is empty; give the exact text to replace", true, pathOnly{shown}), nil
 	}
 	fs := filesFor(inv.Env)
+	out, err := patchWith(ctx, fs, p, shown, a, opts)
+	return withNotes(out, err, fs)
+}
+
+func patchWith(ctx context.Context, fs files, p, shown string, a patchArgs, opts Options) (*tool.Output, error) {
 	data, err := fs.readAll(ctx, p, opts.MaxReadBytes)
 	if err != nil {
 		return failure(err, shown, pathOnly{shown})
@@ -63,7 +70,10 @@ func patchFile(ctx context.Context, inv *tool.Invocation, opts Options) (*tool.O
 	if int64(len(repl)) > opts.MaxWriteBytes {
 		return failure(tooLarge(int64(len(repl)), opts.MaxWriteBytes), shown, pathOnly{shown})
 	}
-	if _, err := fs.write(ctx, p, []byte(repl)); err != nil {
+	// The write is refused if the file changed since it was read here, so that a change
+	// made in between is not lost (on roads that can compare digests).
+	sum := sha256.Sum256(data)
+	if _, err := fs.write(ctx, p, []byte(repl), hex.EncodeToString(sum[:])); err != nil {
 		return failure(err, shown, pathOnly{shown})
 	}
 	es := lineDiff(splitLines(old), splitLines(repl))

@@ -45,7 +45,13 @@ func readFile(ctx context.Context, inv *tool.Invocation, opts Options) (*tool.Ou
 	if a.Limit > 0 {
 		last = first + a.Limit - 1
 	}
-	w, err := filesFor(inv.Env).window(ctx, p, first, last, opts.MaxReadBytes)
+	fs := filesFor(inv.Env)
+	out, err := readWith(ctx, fs, p, shown, first, last, opts)
+	return withNotes(out, err, fs)
+}
+
+func readWith(ctx context.Context, fs files, p, shown string, first, last int, opts Options) (*tool.Output, error) {
+	w, err := fs.window(ctx, p, first, last, opts.MaxReadBytes)
 	if err != nil {
 		return failure(err, shown, pathOnly{shown})
 	}

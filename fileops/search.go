@@ -26,10 +26,10 @@ const hiddenSlack = 64
 
 // pipeHead runs "$@" and keeps the first $1 lines of its output, so that a search stops
 // early however much it would find; it exits with the program's status (141 when head
-// closed the pipe first), or 127 when the program is not installed. Every argument stays an
-// argument: no shell parses the pattern or the paths.
-const pipeHead = `n=$1; shift
-command -v "$1" >/dev/null 2>&1 || exit 127
+// closed the pipe first), or 127 when the program $2 is not installed. Every argument stays
+// an argument: no shell parses the pattern or the paths.
+const pipeHead = `n=$1; need=$2; shift 2
+command -v "$need" >/dev/null 2>&1 || exit 127
 exec 3>&1
 st=$({ { "$@"; echo $? >&4; } | head -n "$n" >&3; } 4>&1)
 exit "${st:-0}"
@@ -88,7 +88,7 @@ func (s *searcher) search(ctx context.Context, inv *tool.Invocation) (*tool.Outp
 	var res backend.Result
 	if a.Target == "files" {
 		d.Engine = "find"
-		res, err = s.run(ctx, inv.Env, limit, s.findArgv(p, a, false))
+		res, err = s.run(ctx, inv.Env, limit, "find", s.findArgv(p, a, ""))
 	} else {
 		d.Engine = "rg"
 		key := envKey(inv.Env)
@@ -96,7 +96,7 @@ func (s *searcher) search(ctx context.Context, inv *tool.Invocation) (*tool.Outp
 		skip := s.noRG[key]
 		s.mu.Unlock()
 		if !skip {
-			res, err = s.run(ctx, inv.Env, limit, s.rgArgv(p, a))
+			res, err = s.run(ctx, inv.Env, limit, "rg", s.findArgv(p, a, "rg"))
 			if err == nil && res.ExitCode == 127 {
 				s.mu.Lock()
 				if s.noRG == nil {
@@ -109,7 +109,7 @@ func (s *searcher) search(ctx context.Context, inv *tool.Invocation) (*tool.Outp
 		}
 		if skip {
 			d.Engine = "grep"
-			res, err = s.run(ctx, inv.Env, limit, s.findArgv(p, a, true))
+			res, err = s.run(ctx, inv.Env, limit, "grep", s.findArgv(p, a, "grep"))
 		}
 	}
 	if err != nil {
@@ -133,12 +133,12 @@ func (s *searcher) search(ctx context.Context, inv *tool.Invocation) (*tool.Outp
 		m.Path = display(inv.Env, m.Path)
 		d.Matches = append(d.Matches, m)
 	}
-	// rg exits 2 on an error; find only says that some grep failed, so for grep an error
-	// shows as text on stderr with nothing found.
-	// A file the kernel sandbox keeps out is unreadable, not a failed search; a complaint
-	// naming a hidden file is left out so that it cannot leak the name.
+	// find only says that some rg or grep it ran failed, so an error shows as text on
+	// stderr with nothing found. A file the kernel sandbox keeps out is unreadable, not a
+	// failed search; a complaint naming a hidden file is left out so that it cannot leak
+	// the name.
 	complaint, denied := s.complaint(inv.Env, res.Stderr)
-	if len(d.Matches) == 0 && !denied && (d.Engine == "rg" && res.ExitCode == 2 || d.Engine != "rg" && complaint != "") {
+	if len(d.Matches) == 0 && !denied && complaint != "" {
 		return failed(CodeBadPattern, fmt.Sprintf("search failed: %s; check the pattern (a regular expression) and the glob", complaint), true, d), nil
 	}
 	out := &tool.Output{Content: renderMatches(d), Data: d, Truncated: d.Truncated}
@@ -148,10 +148,10 @@ func (s *searcher) search(ctx context.Context, inv *tool.Invocation) (*tool.Outp
 	return out, nil
 }
 
-func (s *searcher) run(ctx context.Context, env backend.Environment, limit int, argv []string) (backend.Result, error) {
+func (s *searcher) run(ctx context.Context, env backend.Environment, limit int, need string, argv []string) (backend.Result, error) {
 	// A few lines more than asked show whether there is more, even after hidden ones are
 	// left out.
-	full := append([]string{"sh", "-c", pipeHead, "airlock-search", strconv.Itoa(limit + 1 + hiddenSlack)}, argv...)
+	full := append([]string{"sh", "-c", pipeHead, "airlock-search", strconv.Itoa(limit + 1 + hiddenSlack), need}, argv...)
 	res, err := env.Exec(ctx, backend.Request{Argv: full, Timeout: 2 * time.Minute, MaxOutputBytes: 8 << 20})
 	if err != nil {
 		return res, fmt.Errorf("fileops: search: %w", err)
@@ -159,24 +159,13 @@ func (s *searcher) run(ctx context.Context, env backend.Environment, limit int, 
 	return res, nil
 }
 
-// rgArgv builds a ripgrep call. The pattern goes in --regexp= and the path after --, so
-// neither can be taken for an option.
-func (s *searcher) rgArgv(p string, a searchArgs) []string {
-	argv := []string{"rg", "--no-config", "--line-number", "--with-filename", "--null", "--no-heading",
-		"--color=never", "--hidden", "--max-columns=" + strconv.Itoa(maxLineChars), "--max-columns-preview",
-		"--glob=!.git"}
-	for _, n := range s.opts.DenyNames {
-		argv = append(argv, "--iglob=!"+strings.Trim(n, "/"))
-	}
-	if a.Glob != "" {
-		argv = append(argv, "--glob="+a.Glob)
-	}
-	return append(argv, "--regexp="+a.Pattern, "--", p)
-}
-
-// findArgv builds a find call that prunes .git and the deny names, and either prints file
-// names matching the pattern or, with grep set, runs grep -n -E -e PATTERN on every file.
-func (s *searcher) findArgv(p string, a searchArgs, grep bool) []string {
+// findArgv builds a find call that prunes .git and the deny names and selects regular files
+// with a single name (-links 1: a file hard-linked from elsewhere is never read), then either
+// prints their names matching the pattern (engine ""), or runs rg or grep -n -E on them. The
+// pattern goes in --regexp= or after -e and the files after --, so neither can be taken for
+// an option. find does not follow symbolic links, and rg and grep are handed only the files
+// it selected.
+func (s *searcher) findArgv(p string, a searchArgs, engine string) []string {
 	argv := []string{"find", p, "(", "-name", ".git"}
 	for _, n := range s.opts.DenyNames {
 		n = strings.Trim(n, "/")
@@ -186,19 +175,24 @@ func (s *searcher) findArgv(p string, a searchArgs, grep bool) []string {
 			argv = append(argv, "-o", "-iname", n)
 		}
 	}
-	argv = append(argv, ")", "-prune", "-o", "-type", "f")
+	argv = append(argv, ")", "-prune", "-o", "-type", "f", "-links", "1")
 	if a.Glob != "" {
 		argv = append(argv, "-name", a.Glob)
 	}
-	if !grep {
-		pat := a.Pattern
-		if !strings.ContainsAny(pat, "*?[") {
-			pat = "*" + pat + "*"
-		}
-		return append(argv, "-name", pat, "-print")
+	switch engine {
+	case "rg":
+		return append(argv, "-exec", "rg", "--no-config", "--line-number", "--with-filename", "--null", "--no-heading",
+			"--color=never", "--max-columns="+strconv.Itoa(maxLineChars), "--max-columns-preview",
+			"--regexp="+a.Pattern, "--", "{}", "+")
+	case "grep":
+		// /dev/null as a second file makes every grep print the file name.
+		return append(argv, "-exec", "grep", "-n", "-E", "-e", a.Pattern, "--", "/dev/null", "{}", "+")
 	}
-	// /dev/null as a second file makes every grep print the file name.
-	return append(argv, "-exec", "grep", "-n", "-E", "-e", a.Pattern, "--", "/dev/null", "{}", "+")
+	pat := a.Pattern
+	if !strings.ContainsAny(pat, "*?[") {
+		pat = "*" + pat + "*"
+	}
+	return append(argv, "-name", pat, "-print")
 }
 
 // parseMatch reads one output line: rg's "path\0line:text", grep's "path:line:text", find's

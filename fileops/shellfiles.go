@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/pathpolicy"
+	"github.com/airlock-dev/airlock/session"
 )
 
 // Exit codes of the shell operations, mapped to codes the model sees.
@@ -22,6 +23,7 @@ const (
 	exitNotDir     = 93
 	exitHardLink   = 92
 	exitDenied     = 91 // the user may not: stderr says which uid
+	exitStale      = 90
 )
 
 // denied is the shell function the operations call where the environment's user lacks the
@@ -40,26 +42,39 @@ cd -P "$1" 2>/dev/null || { [ -d "$1" ] && denied; [ -e "$1" ] && exit 93; exit 
 [ -L "./$2" ] && exit 97
 `
 
-// regular refuses a missing or non-regular ./$2.
-const regular = `[ -e "./$2" ] || exit 96
+// openRegular opens ./$2 once, on descriptor 3, and from then on the file is reached only
+// through /proc/$$/fd/3, which reopens the file that descriptor holds whatever its name now
+// leads to. What the kernel says it opened (the descriptor's link in /proc) must be the path
+// policy resolved: a name swapped for a symbolic link before the open is caught there, and
+// one swapped after it no longer matters. The checks (a regular file, one hard link) are made
+// on the open file too. A shell has no fstat, so this is the nearest it comes to checking and
+// using the same file; without /proc the operation is refused rather than done by name.
+const openRegular = `[ -e "./$2" ] || exit 96
 [ -f "./$2" ] || exit 95
 [ -r "./$2" ] || denied
+[ -d /proc/$$/fd ] || { echo "the shell road needs /proc to hold the file it checked" >&2; exit 94; }
+exec 3< "./$2" || exit 94
+F=/proc/$$/fd/3
+[ "$(readlink "$F")" = "$1/$2" ] || exit 97
+[ -f "$F" ] || exit 95
+links() { set -- $(ls -lLdn "$1"); echo "$2"; }
+[ "$(links "$F")" = 1 ] || exit 92
 `
 
 // windowScript prints "size lines nul\n" and then, unless the head has a NUL byte, lines
 // $3..$4 ($4 = 0: to the end) cut at $5 bytes.
-const windowScript = enterDir + regular + `size=$(wc -c < "./$2") || exit 94
-lines=$(awk 'END { print NR }' "./$2") || exit 94
-all=$(head -c 8192 "./$2" | wc -c)
-text=$(head -c 8192 "./$2" | tr -d '\000' | wc -c)
+const windowScript = enterDir + openRegular + `size=$(wc -c < "$F") || exit 94
+lines=$(awk 'END { print NR }' "$F") || exit 94
+all=$(head -c 8192 "$F" | wc -c)
+text=$(head -c 8192 "$F" | tr -d '\000' | wc -c)
 nul=0; [ "$all" -eq "$text" ] || nul=1
 printf '%s %s %s\n' $size $lines $nul
 [ $nul = 1 ] && exit 0
-if [ "$4" = 0 ]; then sed -n "$3,\$p" "./$2"; else sed -n "$3,$4p;$4q" "./$2"; fi | head -c "$5"
+if [ "$4" = 0 ]; then sed -n "$3,\$p" "$F"; else sed -n "$3,$4p;$4q" "$F"; fi | head -c "$5"
 `
 
 // readScript prints at most $3 bytes of the file.
-const readScript = enterDir + regular + `head -c "$3" "./$2"
+const readScript = enterDir + openRegular + `head -c "$3" "$F"
 `
 
 // writeScript writes stdin to a temporary file beside the target, gives it the old file's
@@ -84,10 +99,15 @@ mode=
 if [ -e "./$2" ]; then
 	[ -f "./$2" ] || exit 95
 	[ "$(ls -ldn "./$2" | awk '{ print $2 }')" = 1 ] || exit 92
+	if [ -n "$3" ] && command -v sha256sum >/dev/null 2>&1; then
+		[ "$(sha256sum < "./$2" | awk '{ print $1 }')" = "$3" ] || exit 90
+	fi
 	mode=$(stat -c %a "./$2" 2>/dev/null)
 	case $mode in '' | *[!0-7]*)
 		mode=$(ls -ldn "./$2" | sed -e 's/^.\(...\)\(...\)\(...\).*/u=\1,g=\2,o=\3/' -e 's/-//g' -e 'y/st/xx/' -e 's/[ST]//g') ;;
 	esac
+elif [ -n "$3" ]; then
+	exit 90
 fi
 [ -w . ] || denied
 tmp=$(mktemp ./.airlock-XXXXXXXXXX) || exit 94
@@ -159,6 +179,8 @@ func (s shellFiles) run(ctx context.Context, script string, stdin []byte, maxOut
 		return res, fsErr(pathpolicy.CodeForbiddenPath, "has more than one hard link")
 	case exitDenied:
 		return res, permissionDenied(strings.TrimSpace(string(res.Stderr)))
+	case exitStale:
+		return res, fsErr(session.CodeStaleFile, "the file changed since it was read")
 	}
 	return res, fsErr(CodeIOError, "exit %d: %s", res.ExitCode, bytes.TrimSpace(res.Stderr))
 }
@@ -196,9 +218,11 @@ func (s shellFiles) readAll(ctx context.Context, p string, max int64) ([]byte, e
 	return res.Stdout, nil
 }
 
-func (s shellFiles) write(ctx context.Context, p string, data []byte) (bool, error) {
+func (s shellFiles) notes() []string { return []string{shellRoadNote} }
+
+func (s shellFiles) write(ctx context.Context, p string, data []byte, expect string) (bool, error) {
 	dir, base := split(p)
-	res, err := s.run(ctx, writeScript, data, 0, dir, base)
+	res, err := s.run(ctx, writeScript, data, 0, dir, base, expect)
 	if err != nil {
 		return false, err
 	}

@@ -70,7 +70,7 @@ func TestShellWriteTargetChangesBeforeRename(t *testing.T) {
 				t.Cleanup(func() { _ = env.Close(context.Background()) })
 				s := shellFiles{env: pathFirst{Environment: env, dir: filepath.Join(base, "bin")}}
 				ws := env.Workspace()
-				_, err = s.write(context.Background(), ws+"/target.txt", []byte("payload\n"))
+				_, err = s.write(context.Background(), ws+"/target.txt", []byte("payload\n"), "")
 				var fe *fsError
 				if err != nil && !errors.As(err, &fe) {
 					t.Fatalf("write: %v", err)

@@ -35,6 +35,11 @@ func writeFile(ctx context.Context, inv *tool.Invocation, opts Options) (*tool.O
 		return failure(tooLarge(int64(len(a.Content)), opts.MaxWriteBytes), shown, pathOnly{shown})
 	}
 	fs := filesFor(inv.Env)
+	out, err := writeWith(ctx, fs, p, shown, a, opts)
+	return withNotes(out, err, fs)
+}
+
+func writeWith(ctx context.Context, fs files, p, shown string, a writeArgs, opts Options) (*tool.Output, error) {
 	// The old content only feeds the summary; a file too large to compare is still replaced.
 	old, err := fs.readAll(ctx, p, opts.MaxReadBytes)
 	compared := err == nil
@@ -42,7 +47,7 @@ func writeFile(ctx context.Context, inv *tool.Invocation, opts Options) (*tool.O
 	if err != nil && (!errors.As(err, &fe) || fe.code != pathpolicy.CodeNotFound && fe.code != pathpolicy.CodeTooLarge) {
 		return failure(err, shown, pathOnly{shown})
 	}
-	created, err := fs.write(ctx, p, []byte(a.Content))
+	created, err := fs.write(ctx, p, []byte(a.Content), "")
 	if err != nil {
 		return failure(err, shown, pathOnly{shown})
 	}

@@ -175,13 +175,14 @@ func Decide(r Rules, t Target) Outcome {
 		}
 		return deny(CodeOutsideRoots, fmt.Sprintf("%s is outside the directories this call may %s; use a path inside %s", t.Raw, verb(t.Access), listRoots(roots)), true)
 	}
-	if t.Access == tool.Write {
-		if t.Link {
-			return deny(CodeForbiddenPath, fmt.Sprintf("%s is a symbolic link; files are not written through links: write %s instead", t.Raw, t.Real), true)
-		}
-		if t.Kind == KindFile && t.Links > 1 {
-			return deny(CodeForbiddenPath, fmt.Sprintf("%s has %d hard links, whose other names may lie outside the roots; it may be read but not written", t.Raw, t.Links), false)
-		}
+	if t.Access == tool.Write && t.Link {
+		return deny(CodeForbiddenPath, fmt.Sprintf("%s is a symbolic link; files are not written through links: write %s instead", t.Raw, t.Real), true)
+	}
+	// A file with several names is one file wherever its names are: reading it through the
+	// name inside the roots reads what the names outside hold, writing it changes them. No
+	// scan could find every name cheaply, so such a file is refused for both.
+	if t.Kind == KindFile && t.Links > 1 {
+		return deny(CodeForbiddenPath, fmt.Sprintf("%s has %d hard links, whose other names may lie outside the roots; a file with more than one name is neither read nor written by the file tools", t.Raw, t.Links), false)
 	}
 	return Outcome{Allowed: true, Code: CodeAllowed}
 }

@@ -85,7 +85,7 @@ func TestDecide(t *testing.T) {
 		{"read in-root link", Target{Raw: "l", Path: "/work/app/l", Real: "/work/app/a", Access: tool.Read, Exists: true, Kind: KindFile, Link: true, ViaLink: true, Links: 1}, CodeAllowed},
 		{"write through dir link", Target{Raw: "al/f", Path: "/work/app/al/f", Real: "/work/app/real/f", Access: tool.Write, ViaLink: true}, CodeAllowed},
 		{"hard link write", Target{Raw: "h", Path: "/work/app/h", Real: "/work/app/h", Access: tool.Write, Exists: true, Kind: KindFile, Links: 2}, CodeForbiddenPath},
-		{"hard link read", Target{Raw: "h", Path: "/work/app/h", Real: "/work/app/h", Access: tool.Read, Exists: true, Kind: KindFile, Links: 2}, CodeAllowed},
+		{"hard link read", Target{Raw: "h", Path: "/work/app/h", Real: "/work/app/h", Access: tool.Read, Exists: true, Kind: KindFile, Links: 2}, CodeForbiddenPath},
 		{"loop", Target{Raw: "l", Path: "/work/app/l", Real: "/work/app", Access: tool.Read, Loop: true}, CodeInvalidPath},
 		{"env", file(".env", "/work/app/.env", "/work/app/.env", tool.Read), CodeForbiddenPath},
 		{"env deep", file("a/b/.env", "/work/app/a/b/.env", "/work/app/a/b/.env", tool.Read), CodeForbiddenPath},

@@ -28,8 +28,10 @@
 //   - A path longer than [MaxPathBytes], or with a component longer than [MaxNameBytes], is
 //     invalid; so is a link whose target climbs with ".." out of a missing directory.
 //   - A write whose last component is a symbolic link is refused even when the link stays
-//     inside the roots (the model is told the target to write instead); a write to a regular
-//     file with more than one hard link is refused, since its other names may lie anywhere.
+//     inside the roots (the model is told the target to write instead). A regular file with
+//     more than one hard link is refused for reads as for writes ([CodeForbiddenPath]), since
+//     its other names may lie anywhere and finding them all would mean scanning every
+//     filesystem; the tools check the link count again on the file they open.
 //     Writes through symlinked parent directories are allowed when they resolve inside the
 //     roots. Reads through symlinks are allowed when the target lies inside the roots.
 //   - A missing file is not a denial: Check allows it with [tool.ResolvedPath.Exists] false

@@ -63,6 +63,8 @@ type Ledger struct {
 	size int64
 	seq  int64
 	prev string
+	// lastLen is the length, with its newline, of the line that ends at size (0: none).
+	lastLen int64
 }
 
 // ErrClosed is returned by Append after Close.
@@ -120,7 +122,24 @@ func (l *Ledger) withLock(fn func() error) error {
 	if err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("ledger lock: %w", err)
 	}
+	// l.f may be replaced below by a file that continues the chain; the lock released is
+	// the one held then.
 	defer func() { _ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN) }()
+	for moves := 0; ; moves++ {
+		state, err := l.check()
+		if err != nil {
+			return err
+		}
+		if state == fileSame {
+			break
+		}
+		if moves == maxMoves {
+			return fmt.Errorf("ledger %s keeps being %s; receipts cannot be kept", l.path, state)
+		}
+		if err := l.follow(state); err != nil && !errors.Is(err, errRaced) {
+			return err
+		}
+	}
 	fi, err := l.f.Stat()
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
@@ -178,6 +197,9 @@ func (l *Ledger) reloadTail() error {
 		}
 		l.seq = ln.Seq
 		l.prev = ln.Hash
+		l.lastLen = int64(len(last) + 1)
+	} else {
+		l.lastLen = 0
 	}
 	l.size = start + int64(good)
 	if len(torn) > 0 {
@@ -222,6 +244,7 @@ func (l *Ledger) appendLocked(ln Line) error {
 	l.seq = ln.Seq
 	l.prev = hash
 	l.size += int64(len(data) + 1)
+	l.lastLen = int64(len(data) + 1)
 	return nil
 }
 
@@ -278,32 +301,66 @@ func Verify(r io.Reader) (int, error) {
 // secret key: whoever can rewrite the file can rewrite the chain from the line they change
 // on. Keeping the head somewhere else and comparing it later catches that too.
 func VerifyHead(r io.Reader) (int, string, error) {
+	c, err := VerifyChain(r)
+	return c.Lines, c.Head, err
+}
+
+// Chain is what VerifyChain found in one ledger file.
+type Chain struct {
+	// Lines is the number of good lines; Head the hash of the last, LastSeq its sequence.
+	Lines   int
+	Head    string
+	LastSeq int64
+	// StartSeq and StartPrev are where the file's chain begins: 1 and the genesis hash, or,
+	// for a file that continues another (its first line a ledger_continued event), that
+	// line's sequence number and previous hash.
+	StartSeq  int64
+	StartPrev string
+	// Continued lists the ledger_continued lines: where and why the chain moved files.
+	Continued []Line
+	hashes    map[string]bool
+}
+
+func (c Chain) has(hash string) bool { return c.hashes[hash] }
+
+// VerifyChain checks every line's seal, sequence number and previous-line hash, and returns
+// what it found with a *VerifyError for the first bad line. A file whose first line is a
+// ledger_continued event may begin anywhere in a chain: a ledger that noticed its file
+// unlinked or replaced goes on in a new one (see [EventContinued]).
+func VerifyChain(r io.Reader) (Chain, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	prev, n := genesis, 0
+	c := Chain{Head: genesis, StartSeq: 1, StartPrev: genesis, hashes: map[string]bool{}}
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(line) == 0 && err == io.EOF {
-			return n, prev, nil
+			return c, nil
 		}
 		if err != nil && err != io.EOF {
-			return n, prev, err
+			return c, err
 		}
-		lineNo := n + 1
+		lineNo := c.Lines + 1
 		if err == io.EOF { // no trailing newline
-			return n, prev, &VerifyError{Line: lineNo, Reason: "torn last line (incomplete write)", Torn: true}
+			return c, &VerifyError{Line: lineNo, Reason: "torn last line (incomplete write)", Torn: true}
 		}
 		ln, perr := parseLine(line[:len(line)-1])
 		if perr != nil {
-			return n, prev, &VerifyError{Line: lineNo, Reason: perr.Error()}
+			return c, &VerifyError{Line: lineNo, Reason: perr.Error()}
 		}
-		if ln.Seq != int64(lineNo) {
-			return n, prev, &VerifyError{Line: lineNo, Reason: fmt.Sprintf("sequence %d, want %d (line removed or reordered)", ln.Seq, lineNo)}
+		if lineNo == 1 && ln.Event == EventContinued && ln.Seq > 1 {
+			c.StartSeq, c.StartPrev, c.Head = ln.Seq, ln.Prev, ln.Prev
 		}
-		if ln.Prev != prev {
-			return n, prev, &VerifyError{Line: lineNo, Reason: "previous-line hash does not match (this or the previous line was changed)"}
+		if want := c.StartSeq + int64(lineNo) - 1; ln.Seq != want {
+			return c, &VerifyError{Line: lineNo, Reason: fmt.Sprintf("sequence %d, want %d (line removed or reordered)", ln.Seq, want)}
 		}
-		prev = ln.Hash
-		n++
+		if ln.Prev != c.Head {
+			return c, &VerifyError{Line: lineNo, Reason: "previous-line hash does not match (this or the previous line was changed)"}
+		}
+		if ln.Event == EventContinued {
+			c.Continued = append(c.Continued, ln)
+		}
+		c.Head, c.LastSeq = ln.Hash, ln.Seq
+		c.hashes[ln.Hash] = true
+		c.Lines++
 	}
 }
 

@@ -17,11 +17,13 @@ func init() {
 	register(command{name: "receipts", summary: "verify or show a receipt ledger", run: runReceipts})
 }
 
-const receiptsUsage = `Usage: airlock receipts verify FILE
-       airlock receipts show FILE
+const receiptsUsage = `Usage: airlock receipts verify FILE...
+       airlock receipts show FILE...
 
-verify checks the hash chain (exit 0 when intact, 1 naming the first bad line); show prints
-one row per ledger event, with any control character of a field escaped.
+verify checks the hash chain (exit 0 when intact, 1 naming the first bad line) and lists the
+ledger_continued events where the ledger moved to a new file because its file was deleted or
+replaced; a file that continues the one named before it must take its chain over. show
+prints one row per ledger event, with any control character of a field escaped.
 `
 
 func runReceipts(args []string, s stdio) int {
@@ -38,38 +40,60 @@ func runReceipts(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "airlock receipts: unknown subcommand %q\n\n%s", sub, receiptsUsage)
 		return 2
 	}
-	fs := newFlagSet("receipts "+sub, "receipts "+sub+" FILE", s)
+	fs := newFlagSet("receipts "+sub, "receipts "+sub+" FILE...", s)
 	if code, done := parseFlags(fs, args[1:]); done {
 		return code
 	}
-	if fs.NArg() != 1 {
+	if fs.NArg() < 1 {
 		fs.Usage()
 		return 2
 	}
-	file := fs.Arg(0)
 	if sub == "verify" {
-		return verifyReceipts(file, s)
+		return verifyReceipts(fs.Args(), s)
 	}
-	return showReceipts(file, s)
+	code := 0
+	for _, file := range fs.Args() {
+		if c := showReceipts(file, s); c != 0 {
+			code = c
+		}
+	}
+	return code
 }
 
-func verifyReceipts(file string, s stdio) int {
-	f, err := os.Open(file)
-	if err != nil {
-		return fail(s, err)
+// verifyReceipts checks each file's chain and, where a file continues another (its first
+// line a ledger_continued event), that it takes over the chain of the file named before it.
+func verifyReceipts(files []string, s stdio) int {
+	var before *receipt.Chain
+	for _, file := range files {
+		f, err := os.Open(file)
+		if err != nil {
+			return fail(s, err)
+		}
+		c, err := receipt.VerifyChain(f)
+		_ = f.Close()
+		var ve *receipt.VerifyError
+		switch {
+		case errors.As(err, &ve):
+			fmt.Fprintf(s.err, "airlock: %s: chain broken at line %d: %s (%d good lines before it)\n", printable(file), ve.Line, printable(ve.Reason), c.Lines)
+			return 1
+		case err != nil:
+			return fail(s, err)
+		}
+		if before != nil && c.StartSeq > 1 && (c.StartSeq != before.LastSeq+1 || c.StartPrev != before.Head) {
+			fmt.Fprintf(s.err, "airlock: %s continues a chain at sequence %d that does not follow the head of the file before it (sequence %d)\n",
+				printable(file), c.StartSeq, before.LastSeq)
+			return 1
+		}
+		// The chain has no secret key: keep the head elsewhere to catch a rewrite too.
+		fmt.Fprintf(s.out, "%s: %d lines, chain intact, head %s\n", printable(file), c.Lines, c.Head)
+		if c.StartSeq > 1 {
+			fmt.Fprintf(s.out, "  continues a chain from sequence %d (previous hash %s) begun in another file\n", c.StartSeq, c.StartPrev)
+		}
+		for _, ln := range c.Continued {
+			fmt.Fprintf(s.out, "  %s at sequence %d, %s: %s\n", ln.Event, ln.Seq, ln.Time.Format("2006-01-02T15:04:05Z07:00"), printable(ln.Note))
+		}
+		before = &c
 	}
-	n, head, err := receipt.VerifyHead(f)
-	_ = f.Close()
-	var ve *receipt.VerifyError
-	switch {
-	case errors.As(err, &ve):
-		fmt.Fprintf(s.err, "airlock: %s: chain broken at line %d: %s (%d good lines before it)\n", printable(file), ve.Line, printable(ve.Reason), n)
-		return 1
-	case err != nil:
-		return fail(s, err)
-	}
-	// The chain has no secret key: keep the head elsewhere to catch a rewrite too.
-	fmt.Fprintf(s.out, "%s: %d lines, chain intact, head %s\n", printable(file), n, head)
 	return 0
 }
 

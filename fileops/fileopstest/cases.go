@@ -141,16 +141,6 @@ func testSymlinkInsideWrite(t *testing.T, h *harness) {
 	}
 }
 
-func testHardLink(t *testing.T, h *harness) {
-	h.sh("echo shared > ws/one.txt && ln ws/one.txt ws/two.txt")
-	h.wantOK(read(h, h.ws("two.txt")))
-	h.wantDenied(write(h, h.ws("two.txt"), "x"), pathpolicy.CodeForbiddenPath)
-	h.wantDenied(h.call(fileops.Patch, args{"path": h.ws("two.txt"), "old_string": "shared", "new_string": "x"}), pathpolicy.CodeForbiddenPath)
-	if got := h.sh("cat ws/one.txt"); got != "shared\n" {
-		t.Errorf("hard-linked file changed: %q", got)
-	}
-}
-
 func testDotEnv(t *testing.T, h *harness) {
 	h.sh("mkdir -p ws/sub/deep && echo SECRET_VALUE_1 > ws/.env && echo SECRET_VALUE_2 > ws/sub/deep/.env && " +
 		"echo SECRET_VALUE_3 > ws/.env.local && echo ok > ws/x.txt && ln -s .env ws/innocent.txt && mkdir ws/.ssh && echo k > ws/.ssh/id_rsa")

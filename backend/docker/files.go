@@ -1,0 +1,36 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/airlock-dev/airlock/backend"
+)
+
+var _ backend.FileOps = (*Env)(nil)
+
+// FileOp runs one file operation in the container's resident helper, which opens the path by
+// descriptor (see [backend.FileOps]). Without a running helper (agent = "off", the exec
+// fallback, or a helper that died and is repaired by the next Exec) it returns an error
+// wrapping [backend.ErrNoHelper], so the caller takes the shell road and says so.
+func (e *Env) FileOp(ctx context.Context, req backend.FileRequest) (backend.FileResult, error) {
+	e.mu.Lock()
+	closed, mode, a, disabled := e.closed, e.mode, e.agent, e.agentDisabled
+	e.mu.Unlock()
+	if closed {
+		return backend.FileResult{}, backend.ErrClosed
+	}
+	if mode != ModeAgent || a == nil || !a.alive() {
+		why := "the container runs one docker exec per command"
+		if disabled != "" {
+			why = disabled
+		}
+		return backend.FileResult{}, fmt.Errorf("docker: %w: %s", backend.ErrNoHelper, why)
+	}
+	res, err := a.client.FileOp(ctx, req)
+	if errors.Is(err, backend.ErrUnavailable) {
+		return res, fmt.Errorf("docker: the helper in %s stopped during a file operation; the environment is repaired on the next call: %w", e.name, err)
+	}
+	return res, err
+}
