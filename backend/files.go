@@ -53,6 +53,10 @@ type FileRequest struct {
 	// ExpectSHA256, for a write, is the hex SHA-256 the existing file must still have (what
 	// a patch read); another content is refused with [FileStale]. Empty means no check.
 	ExpectSHA256 string
+	// MinFreeBytes, for a write, is the free space the write must leave on the target's
+	// filesystem; a write that would leave less is refused with [FileTooLarge]. Zero: no
+	// check.
+	MinFreeBytes int64
 }
 
 // FileResult is what a file operation returned.

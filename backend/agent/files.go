@@ -23,6 +23,7 @@ type fileMsg struct {
 	Last         int    `json:"last,omitempty"`
 	MaxBytes     int64  `json:"max_bytes"`
 	ExpectSHA256 string `json:"expect_sha256,omitempty"`
+	MinFreeBytes int64  `json:"min_free_bytes,omitempty"`
 	DataLen      int64  `json:"data_len,omitempty"`
 }
 
@@ -103,7 +104,7 @@ func (s *server) startFile(id uint32, m fileMsg, data []byte) {
 		}
 		res, err := fileOp(backend.FileRequest{
 			Op: m.Op, Path: m.Path, Root: m.Root, First: m.First, Last: m.Last,
-			MaxBytes: m.MaxBytes, Data: data, ExpectSHA256: m.ExpectSHA256,
+			MaxBytes: m.MaxBytes, Data: data, ExpectSHA256: m.ExpectSHA256, MinFreeBytes: m.MinFreeBytes,
 		})
 		if err != nil {
 			done := fileDoneMsg{Code: backend.FileIO, Error: err.Error()}
@@ -157,7 +158,7 @@ func (c *Client) FileOp(ctx context.Context, req backend.FileRequest) (backend.F
 	}
 	m := fileMsg{
 		Op: req.Op, Path: req.Path, Root: req.Root, First: req.First, Last: req.Last,
-		MaxBytes: req.MaxBytes, ExpectSHA256: req.ExpectSHA256, DataLen: int64(len(req.Data)),
+		MaxBytes: req.MaxBytes, ExpectSHA256: req.ExpectSHA256, MinFreeBytes: req.MinFreeBytes, DataLen: int64(len(req.Data)),
 	}
 	cl := &call{
 		limit:    max(req.MaxBytes, 0) + 2, // a window returns up to MaxBytes+1

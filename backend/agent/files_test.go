@@ -172,6 +172,12 @@ func TestFileWrite(t *testing.T) {
 		}
 		_, err = c.FileOp(ctxFor(t), backend.FileRequest{Op: backend.FileWrite, Path: p, MaxBytes: 1, Data: []byte("big")})
 		wantCode(t, err, backend.FileTooLarge)
+		// The free-space guard: no filesystem here has an exabyte free.
+		_, err = c.FileOp(ctxFor(t), backend.FileRequest{Op: backend.FileWrite, Path: p, MaxBytes: 100, Data: []byte("x"), MinFreeBytes: 1 << 60})
+		wantCode(t, err, backend.FileTooLarge)
+		if b, _ := os.ReadFile(p); string(b) != "p\n" {
+			t.Fatalf("a refused write changed the file: %q", b)
+		}
 		// Missing parents are created; a write of several frames arrives whole.
 		big := strings.Repeat("0123456789abcdef", (3*MaxPayload)/16+7)
 		deep := filepath.Join(d, "a", "b", "c.txt")

@@ -343,6 +343,11 @@ func fileWrite(req backend.FileRequest) (backend.FileResult, error) {
 	default:
 		return backend.FileResult{}, err
 	}
+	if req.MinFreeBytes > 0 {
+		if err := roomFor(dfd, int64(len(req.Data)), req.MinFreeBytes); err != nil {
+			return backend.FileResult{}, err
+		}
+	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := ".airlock-" + hex.EncodeToString(rnd[:]) + ".tmp"
@@ -385,6 +390,20 @@ func fileWrite(req backend.FileRequest) (backend.FileResult, error) {
 		unix.Close(d)
 	}
 	return backend.FileResult{Created: created, Size: int64(len(req.Data))}, nil
+}
+
+// roomFor refuses a write of n bytes that would leave less than minFree bytes free to
+// unprivileged users on the filesystem of the directory dfd holds.
+func roomFor(dfd int, n, minFree int64) error {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(dfd, &st); err != nil {
+		return mapErrno(err, "statfs")
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if free-n < minFree {
+		return fileErr(backend.FileTooLarge, "the filesystem has %d bytes free; writing %d bytes would leave less than the %d it must keep free (workspace_min_free)", free, n, minFree)
+	}
+	return nil
 }
 
 func isCode(err error, code string) bool {

@@ -50,6 +50,14 @@ type Config struct {
 	ReadOnlyRootfs bool `toml:"read_only_rootfs"`
 	// Tmpfs are extra tmpfs mounts; /tmp always is one.
 	Tmpfs []Tmpfs `toml:"tmpfs"`
+	// TmpSize limits the /tmp tmpfs (its pages also count against Memory). Like Memory it
+	// is required: 0 is refused rather than read as "no limit".
+	TmpSize ByteSize `toml:"tmp_size"`
+	// WorkspaceMinFree is the free space a file-tool write must leave on the filesystem of
+	// the path it writes: the resident helper checks it (fstatfs on the directory it holds
+	// open) before it writes. It guards the host's disk against write_file and patch only;
+	// a bind mount has no quota, so a shell command can still fill it (see the README).
+	WorkspaceMinFree ByteSize `toml:"workspace_min_free"`
 	// CapAdd lists capabilities given back after all are dropped.
 	CapAdd []string `toml:"cap_add"`
 	// Runtime is the OCI runtime (e.g. "runsc"); empty means the daemon's default.
@@ -134,6 +142,8 @@ func DefaultConfig() Config {
 		Memory:              1 << 30,
 		CPUs:                1,
 		PidsLimit:           256,
+		TmpSize:             256 << 20,
+		WorkspaceMinFree:    64 << 20,
 		User:                UserAuto,
 		IdleTTL:             backend.Duration(30 * time.Minute),
 		Agent:               AgentAuto,
@@ -256,6 +266,12 @@ func (c Config) Validate() error {
 	}
 	for i, t := range c.Tmpfs {
 		checkTarget(fmt.Sprintf("tmpfs[%d].path", i), t.Path)
+	}
+	switch {
+	case c.TmpSize == 0:
+		bad("tmp_size", "0 would remove the /tmp size limit, and /tmp always has one; leave the key out for the default (256m) or give a size such as \"1g\"")
+	case c.TmpSize < 1<<20:
+		bad("tmp_size", "%d bytes is below the smallest useful /tmp of 1 MiB", c.TmpSize)
 	}
 	if !namePrefixRE.MatchString(c.ContainerNamePrefix) {
 		bad("container_name_prefix", "%q is not a valid container name start ([a-zA-Z0-9][a-zA-Z0-9_.-]*)", c.ContainerNamePrefix)

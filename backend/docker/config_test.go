@@ -167,6 +167,7 @@ func TestFingerprintFollowsConfig(t *testing.T) {
 		"runtime": func(c *Config) { c.Runtime = "runsc" },
 		"rootfs":  func(c *Config) { c.ReadOnlyRootfs = true },
 		"agent":   func(c *Config) { c.Agent = AgentOff },
+		"tmp":     func(c *Config) { c.TmpSize = 1 << 30 },
 	} {
 		c := cfg
 		change(&c)
@@ -304,6 +305,8 @@ func TestValidateRefusesNoLimits(t *testing.T) {
 		{"cpus 0", func(c *Config) { c.CPUs = 0 }, "environment.docker.cpus: 0 would remove the CPU limit"},
 		{"cpus negative", func(c *Config) { c.CPUs = -1 }, "environment.docker.cpus: must be"},
 		{"cpus NaN", func(c *Config) { c.CPUs = math.NaN() }, "environment.docker.cpus: must be"},
+		{"tmp_size 0", func(c *Config) { c.TmpSize = 0 }, "environment.docker.tmp_size: 0 would remove the /tmp size limit"},
+		{"tmp_size tiny", func(c *Config) { c.TmpSize = 4096 }, "environment.docker.tmp_size: 4096 bytes is below"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -324,6 +327,9 @@ func TestValidateRefusesNoLimits(t *testing.T) {
 	_, hc := s.engine(nil)
 	if hc.Memory != 1<<30 || hc.NanoCPUs != 1e9 || hc.PidsLimit == nil || *hc.PidsLimit != 256 {
 		t.Errorf("default limits: memory %d cpus %d pids %v", hc.Memory, hc.NanoCPUs, hc.PidsLimit)
+	}
+	if !strings.Contains(hc.Tmpfs["/tmp"], "size=268435456") || hc.CgroupnsMode != "private" {
+		t.Errorf("default /tmp %q, cgroupns %q", hc.Tmpfs["/tmp"], hc.CgroupnsMode)
 	}
 }
 

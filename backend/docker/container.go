@@ -187,7 +187,7 @@ func (e *Env) prepareRootfs(ctx context.Context, id string) error {
 	tw := tar.NewWriter(&buf)
 	now := time.Now()
 	_ = tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(markDir, "/") + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: now})
-	_ = tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(lastUseFile, "/"), Typeflag: tar.TypeReg, Mode: 0o666, ModTime: now})
+	_ = tw.WriteHeader(lastUseHeader(e.cfg.User, now))
 	if err := tw.Close(); err != nil {
 		return fmt.Errorf("docker: tar: %w", err)
 	}
@@ -197,6 +197,24 @@ func (e *Env) prepareRootfs(ctx context.Context, id string) error {
 		return fmt.Errorf("docker: copy last-use mark: %w", err)
 	}
 	return nil
+}
+
+// lastUseHeader is the last-use mark's tar header: owned by the user commands and the helper
+// run as, so that the helper may set its times, and writable by that user only. A user given
+// by name (which only the image can map to an ID) gets a mark any user may write, as before:
+// what it holds is a time, read only by gc.
+func lastUseHeader(user string, now time.Time) *tar.Header {
+	h := &tar.Header{Name: strings.TrimPrefix(lastUseFile, "/"), Typeflag: tar.TypeReg, Mode: 0o666, ModTime: now}
+	u, g, _ := strings.Cut(user, ":")
+	uid, err1 := strconv.Atoi(u)
+	gid, err2 := strconv.Atoi(g)
+	if g == "" {
+		gid, err2 = uid, err1
+	}
+	if err1 == nil && err2 == nil {
+		h.Uid, h.Gid, h.Mode = uid, gid, 0o644
+	}
+	return h
 }
 
 // start starts a created or stopped container, after checking its volumes' host

@@ -28,6 +28,9 @@ func (e *Env) FileOp(ctx context.Context, req backend.FileRequest) (backend.File
 		}
 		return backend.FileResult{}, fmt.Errorf("docker: %w: %s", backend.ErrNoHelper, why)
 	}
+	if req.Op == backend.FileWrite {
+		req.MinFreeBytes = int64(e.cfg.WorkspaceMinFree)
+	}
 	res, err := a.client.FileOp(ctx, req)
 	if errors.Is(err, backend.ErrUnavailable) {
 		return res, fmt.Errorf("docker: the helper in %s stopped during a file operation; the environment is repaired on the next call: %w", e.name, err)

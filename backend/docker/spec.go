@@ -49,6 +49,7 @@ type spec struct {
 	Agent           string                  `json:"agent"` // "off", "unusable" or the helper's "sha256:…"
 	NoNewPrivileges bool                    `json:"no_new_privileges"`
 	Init            bool                    `json:"init"`
+	CgroupNS        string                  `json:"cgroupns"` // "private": the container sees only its own cgroup
 	Mounts          []specs.Mount           `json:"mounts"`
 	Capabilities    specs.LinuxCapabilities `json:"capabilities"`
 	Resources       specs.LinuxResources    `json:"resources"`
@@ -69,6 +70,7 @@ func buildSpec(cfg Config, imageID string, helper binaryInfo) (spec, error) {
 		ReadOnlyRootfs:  cfg.ReadOnlyRootfs,
 		NoNewPrivileges: true,
 		Init:            true,
+		CgroupNS:        string(container.CgroupnsModePrivate),
 	}
 	switch {
 	case cfg.Agent == AgentOff:
@@ -99,7 +101,8 @@ func buildSpec(cfg Config, imageID string, helper binaryInfo) (spec, error) {
 		s.Mounts = append(s.Mounts, specs.Mount{Destination: v.Container, Type: "bind", Source: real,
 			Options: []string{"rbind", "rprivate", mode}})
 	}
-	s.Mounts = append(s.Mounts, specs.Mount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: tmpOptions})
+	tmp := append(append([]string(nil), tmpOptions...), "size="+strconv.FormatInt(int64(cfg.TmpSize), 10))
+	s.Mounts = append(s.Mounts, specs.Mount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: tmp})
 	for _, t := range cfg.Tmpfs {
 		opts := append([]string(nil), tmpOptions...)
 		if t.Size > 0 {
@@ -201,6 +204,7 @@ func (s spec) engine(labels map[string]string) (*container.Config, *container.Ho
 		Tmpfs:          map[string]string{},
 		LogConfig:      container.LogConfig{Type: "none"},
 		RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyDisabled},
+		CgroupnsMode:   container.CgroupnsMode(s.CgroupNS),
 	}
 	if !s.NoNewPrivileges {
 		hc.SecurityOpt = nil
