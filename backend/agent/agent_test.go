@@ -316,7 +316,7 @@ func TestClientSurvivesBadServer(t *testing.T) {
 	t.Parallel()
 	for _, junk := range [][]byte{
 		[]byte("not a frame at all"),
-		appendFrame(nil, frame{typ: frameHello, payload: []byte(`{"version":2,"role":"server"}`)}),
+		appendFrame(nil, frame{typ: frameHello, payload: mustJSON(hello{Version: ProtocolVersion + 1, Role: "server"})}),
 	} {
 		cr, sw := io.Pipe()
 		_, cw := io.Pipe()
