@@ -85,6 +85,9 @@ const (
 	FileStale      = "stale" // the file changed since it was read
 	FileIO         = "io"
 	FileInvalid    = "invalid" // the request itself is malformed
+	// FilePermission: the helper's user (the commands' user) may not; Msg names the uid.
+	FilePermission = "permission"
+
 )
 
 // FileError is a refused or failed file operation; Code is one of the File* codes.

@@ -96,6 +96,8 @@ func helperErr(err error) error {
 		code = pathpolicy.CodeTooLarge
 	case backend.FileStale:
 		code = session.CodeStaleFile
+	case backend.FilePermission:
+		return permissionDenied(fe.Msg)
 	}
 	return &fsError{code: code, msg: fe.Msg}
 }

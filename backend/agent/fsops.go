@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -58,6 +60,12 @@ func mapErrno(err error, what string) error {
 		return fileErr(backend.FileNotDir, "%s: a parent is not a directory", what)
 	case errors.Is(err, unix.EISDIR):
 		return fileErr(backend.FileNotRegular, "%s: is a directory", what)
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM), errors.Is(err, unix.EROFS):
+		u := "uid " + strconv.Itoa(os.Getuid())
+		if who, err := user.Current(); err == nil && who.Username != "" {
+			u += " (" + who.Username + ")"
+		}
+		return fileErr(backend.FilePermission, "%s", u)
 	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
 		return fileErr(backend.FileTooLarge, "%s: no space left on the filesystem: %v", what, err)
 	}
