@@ -87,7 +87,6 @@ const (
 	FileInvalid    = "invalid" // the request itself is malformed
 	// FilePermission: the helper's user (the commands' user) may not; Msg names the uid.
 	FilePermission = "permission"
-
 )
 
 // FileError is a refused or failed file operation; Code is one of the File* codes.
