@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/backend/sandbox"
 	"github.com/airlock-dev/airlock/configs"
 	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/urlguard"
 )
 
 // doctor opens the configured environment and says what is and is not enforced there: the
@@ -35,8 +36,24 @@ type doctorReport struct {
 	NonDumpable  bool                 `json:"airlock_non_dumpable"`
 	Ledger       string               `json:"ledger"`
 	StateDir     string               `json:"state_dir"`
+	Network      string               `json:"network"`
 	Notes        []string             `json:"notes"`
 	Warnings     []string             `json:"warnings,omitempty"`
+}
+
+// networkReport says what [network] mode means where commands run.
+func networkReport(cfg *configs.Config, d backend.Description) (string, string) {
+	mode := cfg.Network.Mode
+	switch {
+	case d.Kind == "ssh" && mode != urlguard.ModeOpen:
+		return fmt.Sprintf("mode %s: not enforced on the remote host (its network is not Airlock's to cut)", mode),
+			"[network] mode = \"" + string(mode) + "\" does not cut the SSH host's network: commands there reach what the host reaches"
+	case mode == urlguard.ModeNone:
+		return "mode none: commands have no network", ""
+	case mode == urlguard.ModeAllowlist:
+		return fmt.Sprintf("mode allowlist: commands reach only %v, through Airlock's egress proxy (HTTP(S)_PROXY)", cfg.Network.AllowDomains), ""
+	}
+	return "mode open: commands reach any address; web_fetch still refuses internal and metadata addresses", ""
 }
 
 func runDoctor(args []string, s stdio) int {
@@ -69,6 +86,11 @@ func runDoctor(args []string, s stdio) int {
 	if r.Config == "" {
 		r.Config = "(built-in defaults)"
 	}
+	var netWarn string
+	r.Network, netWarn = networkReport(cfg, d)
+	if netWarn != "" {
+		r.Warnings = append(r.Warnings, netWarn)
+	}
 	if !r.Enforced {
 		r.Warnings = append(r.Warnings, "nothing but the classifier's reading of the command text holds shell commands to the roots: only commands judged safe run without a person")
 	}
@@ -92,6 +114,7 @@ func runDoctor(args []string, s stdio) int {
 	}
 	fmt.Fprintf(w, "policy:       %s where commands run (container isolation: %v, kernel sandbox: %v, network isolation: %v)\n",
 		state, d.Capabilities.FilesystemIsolation, d.Capabilities.KernelSandbox, d.Capabilities.NetworkIsolation)
+	fmt.Fprintf(w, "network:      %s\n", r.Network)
 	fmt.Fprintf(w, "this host:    Landlock ABI %d (sandbox needs %d); airlock non-dumpable: %v\n", r.LandlockABI, sandbox.RequiredABI, r.NonDumpable)
 	fmt.Fprintf(w, "ledger:       %s\nstate dir:    %s\n", r.Ledger, r.StateDir)
 	for _, n := range r.Notes {
