@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/airlock-dev/airlock/shellrisk"
@@ -56,6 +57,10 @@ type Request struct {
 	// a container, a kernel sandbox, or a file tool's own path checks. Without it, allow_write
 	// does not apply and only safe commands run without a person.
 	Enforced bool
+	// Scratch and TempDir are the session's private directories and its $TMPDIR, from
+	// the backend's Description: the classifier judges a write there as a plain write.
+	Scratch []string
+	TempDir string
 	// OnWait is called just before the gate blocks on a person, so that the caller can
 	// write a receipt saying the call is waiting.
 	OnWait func()
@@ -197,12 +202,25 @@ func (g *Gate) Classifier() *shellrisk.Classifier { return g.cls }
 // consulted in that order. Decide returns an error only when it could not decide (the
 // context ended while waiting); the Decision is then a refusal.
 func (g *Gate) Decide(ctx context.Context, r Request) (Decision, error) {
-	v := g.cls.ClassifyIn(g.shell, r.Command)
+	v := g.cls.ClassifyIn(g.contextFor(r), r.Command)
 	log := g.log.With("call_id", r.CallID, "session_id", r.SessionID)
 	d, err := g.decide(ctx, r, v, log)
 	d.Verdict = v
 	log.Info("approval decided", "allow", d.Allow, "code", d.Code, "decided_by", d.DecidedBy, "risk", v.Risk.String())
 	return d, err
+}
+
+// contextFor is the classifier's context for one request: the gate's, with the session's
+// own scratch directories and $TMPDIR added.
+func (g *Gate) contextFor(r Request) shellrisk.Context {
+	cx := g.shell
+	if len(r.Scratch) > 0 {
+		cx.Scratch = append(slices.Clone(cx.Scratch), r.Scratch...)
+	}
+	if r.TempDir != "" {
+		cx.TMPDIR = r.TempDir
+	}
+	return cx
 }
 
 // DecideVerdict decides on a verdict the caller made itself, for tools that are not shell

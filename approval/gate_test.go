@@ -562,3 +562,36 @@ func TestGateShellContext(t *testing.T) {
 		}
 	}
 }
+
+// TestGateScratch checks issue 10's scratch rule through the gate: the session's own temp
+// dir, given with the request (from the backend's Description), is scratch, and $TMPDIR is
+// it; another project's directory under /tmp is not.
+func TestGateScratch(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	cfg.AllowWrite = true
+	g := newGate(t, cfg, WithShellContext(shellrisk.Context{Workspace: "/w"}))
+	session := Request{CallID: "c", SessionID: "s", Enforced: true,
+		Scratch: []string{"/tmp/airlock-session-1"}, TempDir: "/tmp/airlock-session-1"}
+	for _, tc := range []struct {
+		req   Request
+		cmd   string
+		allow bool
+	}{
+		{session, `echo x > "$TMPDIR/a"`, true},
+		{session, "rm -rf /tmp/airlock-session-1/build", true},
+		{session, "rm -rf /tmp/other-project", false},
+		{Request{CallID: "c", SessionID: "t", Enforced: true}, `echo x > "$TMPDIR/a"`, false},
+		{Request{CallID: "c", SessionID: "t", Enforced: true}, "rm -rf /tmp/airlock-session-1/build", false},
+	} {
+		r := tc.req
+		r.Command = tc.cmd
+		d, err := g.Decide(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allow != tc.allow {
+			t.Errorf("%q (scratch %v): allow %v (%s %v), want %v", tc.cmd, r.Scratch, d.Allow, d.Verdict.Risk, d.Verdict.Codes(), tc.allow)
+		}
+	}
+}

@@ -44,6 +44,8 @@ func (s *Step) Approve(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 		// only where the backend enforces them.
 		Enforced: req.Tool.Name != s.CommandTool || caps.Enforced(),
 		OnWait:   req.OnWait,
+		Scratch:  d.Scratch,
+		TempDir:  d.TempDir,
 	}
 	var dec Decision
 	var err error

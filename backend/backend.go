@@ -122,6 +122,14 @@ type Description struct {
 	Target       string
 	Capabilities Capabilities
 	Limits       Limits
+	// Scratch are directories, as the environment sees them, that only this session's
+	// commands use: the local backend's private temp dir, a container's own /tmp. The
+	// approval classifier judges a write in one as a plain write; the rest of a shared /tmp
+	// is outside the workspace like any other path.
+	Scratch []string
+	// TempDir is the value commands get in $TMPDIR when it is one of Scratch, "" when it is
+	// not known to be.
+	TempDir string
 	// Notes explain degraded modes, e.g. why a resident helper is not in use.
 	Notes []string
 }

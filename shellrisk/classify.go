@@ -95,6 +95,7 @@ func (c *Classifier) classify(cx Context, command string) Verdict {
 		active: map[string]int{},
 		seen:   map[string]bool{},
 	}
+	w.seedVars()
 	if len(command) > maxCommandBytes {
 		v.Parsed = false
 		w.add(codeTooComplex, command)

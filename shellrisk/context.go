@@ -38,6 +38,16 @@ type Context struct {
 	// its arguments (a URL's host); a host it refuses is host_not_allowed. It is the seam
 	// for the URL guard; nil means hosts are not judged here.
 	HostAllowed func(host string) bool
+	// Scratch are the directories, absolute as the command sees them, that only this
+	// session's commands reach: the session's private temp dir, a container's own /tmp. A
+	// write or delete in one is a plain write. Nothing else is scratch: the rest of /tmp
+	// and /var/tmp is shared with every other project on the machine and is outside the
+	// workspace like any other path.
+	Scratch []string
+	// TMPDIR, when set, is the value commands get in $TMPDIR (the session's temp dir, one
+	// of Scratch): a literal $TMPDIR or ${TMPDIR} in a command is that directory until the
+	// command assigns or unsets it. Empty means $TMPDIR is only known at run time.
+	TMPDIR string
 
 	// protectedNames are the base names of Protected, set by normalised.
 	protectedNames map[string]bool
@@ -65,6 +75,19 @@ func (cx Context) normalised() Context {
 	cx.WriteRoots = clean(cx.WriteRoots)
 	cx.ReadRoots = clean(cx.ReadRoots)
 	cx.Protected = clean(cx.Protected)
+	scratch := make([]string, 0, len(cx.Scratch))
+	for _, d := range cx.Scratch {
+		// Only an absolute directory can be scratch; "/" would make everything scratch.
+		if strings.HasPrefix(d, "/") && cleanAbs(d) != "/" {
+			scratch = append(scratch, cleanAbs(d))
+		}
+	}
+	cx.Scratch = scratch
+	if !strings.HasPrefix(cx.TMPDIR, "/") {
+		cx.TMPDIR = ""
+	} else {
+		cx.TMPDIR = cleanAbs(cx.TMPDIR)
+	}
 	for i, r := range cx.WriteRoots {
 		if rel, ok := cx.inWorkspace(r); ok {
 			cx.WriteRoots[i] = rel

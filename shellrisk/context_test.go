@@ -61,3 +61,51 @@ func TestContext(t *testing.T) {
 		t.Errorf("no context: %s %v", v.Risk, v.Codes())
 	}
 }
+
+// TestScratch checks issue 10's scratch rule: only the session's own temp dir is scratch.
+// The rest of /tmp and /var/tmp belongs to every other project on the machine.
+func TestScratch(t *testing.T) {
+	t.Parallel()
+	session := Context{
+		Workspace: "/home/u/proj",
+		Scratch:   []string{"/tmp/airlock-session-123"},
+		TMPDIR:    "/tmp/airlock-session-123",
+	}
+	noTMPDIR := Context{Workspace: "/home/u/proj", Scratch: []string{"/tmp/airlock-session-123"}}
+	tests := []struct {
+		name    string
+		cx      Context
+		command string
+		risk    Risk
+		code    string
+	}{
+		{"another project in /tmp", Context{}, "rm -rf /tmp/other-project", RiskDangerous, "delete_outside_workspace"},
+		{"another project in /tmp, with a session", session, "rm -rf /tmp/other-project", RiskDangerous, "delete_outside_workspace"},
+		{"/var/tmp", session, "echo x > /var/tmp/a", RiskDangerous, "system_file_write"},
+		{"cp into /tmp", session, "cp -r src/ /tmp/x", RiskDangerous, "write_outside_workspace"},
+		{"$TMPDIR with the context", session, `echo x > "$TMPDIR/a"`, RiskWrite, "redirect_write"},
+		{"${TMPDIR} with the context", session, `rm -rf ${TMPDIR}/build`, RiskWrite, "deletes_files"},
+		{"$TMPDIR glob with the context", session, `rm -rf "$TMPDIR"/*`, RiskWrite, "deletes_files"},
+		{"the session dir by path", session, "cp -r src/ /tmp/airlock-session-123/src", RiskWrite, "writes_files"},
+		{"a sibling of the session dir", session, "touch /tmp/airlock-session-1234/x", RiskDangerous, "write_outside_workspace"},
+		{"a .. out of the session dir", session, "rm -rf /tmp/airlock-session-123/../other", RiskDangerous, "delete_outside_workspace"},
+		{"$TMPDIR in a child shell", session, `sh -c 'echo x > "$TMPDIR/a"'`, RiskWrite, "redirect_write"},
+		{"$TMPDIR reassigned", session, `TMPDIR=/etc; echo x > "$TMPDIR/passwd"`, RiskDangerous, "system_file_write"},
+		{"$TMPDIR reassigned, then a child", session, `export TMPDIR=/home/u; sh -c 'rm -rf "$TMPDIR/x"'`, RiskDangerous, ""},
+		{"$TMPDIR unset", session, `unset TMPDIR; rm -rf "$TMPDIR/x"`, RiskDangerous, ""},
+		{"$TMPDIR unknown", noTMPDIR, `echo x > "$TMPDIR/a"`, RiskDangerous, ""},
+		{"$TMPDIR without the context", Context{}, `echo x > "$TMPDIR/a"`, RiskDangerous, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v := ClassifyIn(tc.cx, tc.command)
+			if v.Risk != tc.risk || tc.code != "" && !slices.Contains(v.Codes(), tc.code) {
+				t.Fatalf("%q: %s %v, want %s with %s", tc.command, v.Risk, v.Codes(), tc.risk, tc.code)
+			}
+			if tc.risk != RiskWrite && v.Risk == RiskWrite {
+				t.Fatalf("%q: a plain write", tc.command)
+			}
+		})
+	}
+}

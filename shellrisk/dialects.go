@@ -76,6 +76,7 @@ func (w *walker) posixReading(src string) {
 		return
 	}
 	pw := &walker{rules: w.rules, cx: w.cx, v: w.v, src: src, st: newState(), active: map[string]int{}, seen: w.seen, posix: true}
+	pw.seedVars()
 	pw.stmts(f.Stmts, stdin{})
 }
 

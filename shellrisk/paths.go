@@ -13,7 +13,7 @@ const (
 	pathWorkspace     pathClass = iota // relative, inside the workspace
 	pathWorkspaceRoot                  // the workspace itself (".")
 	pathHarmless                       // /dev/null and friends
-	pathScratch                        // /tmp: outside, but meant for scratch files
+	pathScratch                        // the session's private temp dir: outside, but only this session's
 	pathOutside                        // absolute, ~, or a .. escape
 	pathSystem                         // under a system directory
 	pathSystemDir                      // a system directory itself
@@ -161,6 +161,9 @@ func (w *walker) classifyAt(cwd, text string) pathInfo {
 		info.class = pathDevice
 	case matchAny(c, p.Roots):
 		info.class = pathRoot
+	case !info.secret && underAny(c, w.cx.Scratch):
+		// The session's own scratch directory, itself included: nothing else uses it.
+		info.class = pathScratch
 	case matchAny(c, p.Scratch):
 		// The scratch directory itself is shared with everything else on the machine; only
 		// what is below it is scratch.

@@ -59,6 +59,14 @@ func (s shellState) clone() shellState {
 	return s
 }
 
+// seedVars records what the context knows of the environment commands start with: the
+// session's $TMPDIR.
+func (w *walker) seedVars() {
+	if w.cx.TMPDIR != "" {
+		w.st.vars["TMPDIR"] = varValue{text: w.cx.TMPDIR}
+	}
+}
+
 // isolated walks fn in a copy of the state that is thrown away afterwards: a subshell, a
 // pipeline's parts, a background job.
 func (w *walker) isolated(fn func()) {
@@ -73,6 +81,11 @@ func (w *walker) child(fn func()) {
 	saved := w.st
 	w.st = shellState{vars: map[string]varValue{}, funcs: map[string]*funcDef{},
 		cwds: slices.Clone(saved.cwds), cwdDynamic: saved.cwdDynamic}
+	if v, ok := saved.vars["TMPDIR"]; ok && w.cx.TMPDIR != "" && v == (varValue{text: w.cx.TMPDIR}) && !saved.noVars {
+		// The session's TMPDIR is in the environment every child inherits; a value the
+		// command gave it may not be exported, so it is unknown there.
+		w.st.vars["TMPDIR"] = v
+	}
 	fn()
 	w.st = saved
 }

@@ -244,6 +244,8 @@ func (e *Env) Describe() backend.Description {
 			NanoCPUs:       int64(e.cfg.CPUs * 1e9),
 		},
 		Notes: append([]string(nil), e.notes...),
+		// /tmp is a tmpfs of the container's own: no other project's files are in it.
+		Scratch: []string{"/tmp"},
 	}
 	if e.userNote != "" {
 		d.Notes = append(d.Notes, e.userNote)

@@ -206,7 +206,13 @@ func (e *Env) Workspace() string { return e.workspace }
 // Describe reports a host process environment and what the kernel sandbox enforces.
 func (e *Env) Describe() backend.Description {
 	sb := e.sandbox.Enforced()
+	var scratch []string
+	if e.tempDir != "" {
+		scratch = []string{e.tempDir}
+	}
 	return backend.Description{
+		Scratch:   scratch,
+		TempDir:   e.tempDir,
 		Kind:      "local",
 		Mode:      "process",
 		Workspace: e.workspace,

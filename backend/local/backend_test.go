@@ -104,3 +104,20 @@ func BenchmarkExec(b *testing.B) {
 
 // newEnv is the backend as configured by default (sandbox auto).
 func newEnv(t *testing.T) backend.Environment { return newEnvMode(sandbox.ModeAuto)(t) }
+
+// TestDescribeScratch checks that the session's private temp dir, which commands get as
+// TMPDIR, is the only scratch the environment reports (issue 10).
+func TestDescribeScratch(t *testing.T) {
+	env, err := local.New(local.Config{Workspace: t.TempDir(), Sandbox: local.SandboxConfig{Mode: sandbox.ModeOff}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close(context.Background())
+	d := env.Describe()
+	if d.TempDir == "" || d.TempDir != env.TempDir() || len(d.Scratch) != 1 || d.Scratch[0] != d.TempDir {
+		t.Fatalf("scratch %v, TMPDIR %q, want only the session temp dir %q", d.Scratch, d.TempDir, env.TempDir())
+	}
+	if got := backendtest.MustSh(t, env, `printf %s "$TMPDIR"`); got != d.TempDir {
+		t.Fatalf("commands' TMPDIR %q, Describe says %q", got, d.TempDir)
+	}
+}
