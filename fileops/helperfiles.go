@@ -11,8 +11,8 @@ import (
 )
 
 // shellRoadNote is what a result says when its file operation ran as a shell script.
-const shellRoadNote = "file tool ran as a shell script in the environment (no resident helper): " +
-	"the path was checked and then opened again by name, so the script's own re-checks, not a descriptor, stood against a symlink swapped in between"
+const shellRoadNote = "file tool ran as a shell script in the environment, not in a resident helper: " +
+	"the script re-checks the path where it runs and reads through one open descriptor, but it has no openat2 and writes by name"
 
 // helperFiles reaches files through the environment's resident helper ([backend.FileOps]),
 // which opens each path by descriptor beneath the workspace (or "/"), refusing every
