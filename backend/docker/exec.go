@@ -255,7 +255,9 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 // second exec, arms a watchdog that enforces the time limit inside the container even if
 // Airlock goes away, runs the command, then kills what the command left in the group
 // (reading /proc, since sh cannot kill a group without killing itself) before exiting with
-// the command's status.
+// the command's status. The watchdog is killed first, and it stops when its sleep dies: the
+// sweep visits /proc in name order ("1000" before "999"), and a watchdog that outlived its
+// sleep would TERM the group — the wrapper with it — after the command had succeeded.
 //
 // Arguments: WORKSPACE DIR PIDFILE LIMIT_S GRACE_S TOUCHFILE ARGV...
 const wrapperScript = `ws=$1 dir=$2 pidf=$3 limit=$4 grace=$5 touchf=$6; shift 6
@@ -264,9 +266,11 @@ if cd -P -- "$ws" 2>/dev/null; then real_ws=$PWD; else real_ws=$ws; fi
 if ! cd -P -- "$dir" 2>/dev/null; then printf 'airlock-wrapper:nodir:%s\n' "$dir" >&2; exit 125; fi
 case "$PWD/" in "$real_ws"/*) ;; *) printf 'airlock-wrapper:outside:%s\n' "$PWD" >&2; exit 125;; esac
 echo "$$ $(cut -d' ' -f22 /proc/$$/stat 2>/dev/null)" > "$pidf"
-(sleep "$limit"; rm -f "$pidf"; kill -TERM -$$; sleep "$grace"; kill -KILL -$$) </dev/null >/dev/null 2>&1 &
+(sleep "$limit" || exit; rm -f "$pidf"; kill -TERM -$$; sleep "$grace" || exit; kill -KILL -$$) </dev/null >/dev/null 2>&1 &
+wd=$!
 "$@"
 rc=$?
+kill -KILL $wd 2>/dev/null
 me=$$ n=0
 while [ $n -lt 10 ]; do
 	found=

@@ -3,7 +3,9 @@ package docker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +147,29 @@ func TestClearErrors(t *testing.T) {
 	_, err = docker.New(ctx, cfg)
 	if !errors.Is(err, backend.ErrUnavailable) || !strings.Contains(err.Error(), "unreachable") || time.Since(start) > 10*time.Second {
 		t.Errorf("unreachable daemon: %v after %v", err, time.Since(start))
+	}
+}
+
+// In exec mode the wrapper's sweep reads /proc in name order, so when the watchdog's pid has
+// fewer digits than its sleep's (999 and 1000) the sleep is killed first. A watchdog that
+// went on after its sleep died sent TERM to the group and a command that had succeeded
+// exited 143 (seen under load in TestNonHelperBinaryFallsBackToExec). Each subtest places
+// the wrapper's pid a little below 1000 (the exec itself takes a few pids before the
+// watchdog starts) in a container of its own and needs a clean exit.
+func TestExecWatchdogSweepOrder(t *testing.T) {
+	for _, target := range []int{984, 986, 988, 989, 990, 991, 992} {
+		t.Run(strconv.Itoa(target), func(t *testing.T) {
+			cfg := testConfig(t, sharedWorkspace(t), docker.ModeExec)
+			cfg.ReuseContainer = false
+			env := newEnv(t, cfg)
+			// Use up pids until the next one is target: the next exec's wrapper gets it.
+			burn := fmt.Sprintf(`p=$(sh -c 'echo $$'); while [ "$p" -lt %d ]; do p=$(sh -c 'echo $$'); done; echo "$p"`, target-1)
+			t.Logf("last pid before the wrapper: %s", sh(t, env, burn))
+			// The command leaves processes behind (the sweep kills them), so the sweep has
+			// work between the watchdog's sleep and the watchdog itself.
+			if got := sh(t, env, "i=0; while [ $i -lt 40 ]; do sleep 60 & i=$((i+1)); done; echo ok"); got != "ok" {
+				t.Errorf("exec mode: %q", got)
+			}
+		})
 	}
 }
