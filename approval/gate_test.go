@@ -228,7 +228,10 @@ func smartConfig(url string) Config {
 	c.Smart.BaseURL = url + "/v1"
 	c.Smart.Model = "guard-1"
 	c.Smart.APIKeyEnv = "GUARD_KEY"
-	c.Smart.Timeout = "200ms"
+	// Generous: a loopback answer must not miss it on a loaded machine, or the gate falls
+	// back to a person and the test sees the fallback instead of the guard. Tests of a slow
+	// guard set a short timeout of their own.
+	c.Smart.Timeout = "30s"
 	return c
 }
 
@@ -269,7 +272,11 @@ func TestGateSmart(t *testing.T) {
 			if tc.approver != nil {
 				opts = append(opts, WithApprover(tc.approver))
 			}
-			g := newGate(t, smartConfig(gs.URL), opts...)
+			cfg := smartConfig(gs.URL)
+			if tc.delay > 0 {
+				cfg.Smart.Timeout = "200ms" // the guard answers after tc.delay, well past it
+			}
+			g := newGate(t, cfg, opts...)
 			d := decide(t, g, Request{Command: "npm install left-pad"})
 			if d.Allow != tc.allow || d.Code != tc.code || d.DecidedBy != tc.by {
 				t.Fatalf("decision %+v; want allow %v code %s by %s", d, tc.allow, tc.code, tc.by)
