@@ -6,8 +6,10 @@
 // the call. A [Manager] starts the command through the ordinary [backend.Environment.Exec]
 // contract on a context of its own, so it works on every backend: the backend still kills
 // the whole process tree on a timeout or a kill, and where the backend copies output live
-// (Request.Stdout/Stderr, Result.Streamed) the job's output can be read while it runs;
-// where it cannot, the output arrives when the job ends and [Info.Streaming] says so.
+// (Request.Stdout/Stderr, Result.Streamed: local, and Docker and SSH through their resident
+// helper's live output frames) the job's output can be read while it runs; where it cannot
+// (Docker exec mode, SSH session mode), the output arrives when the job ends and
+// [Info.Streaming] says so.
 //
 // Output is kept in a bounded buffer per job until it is read: each read returns what was
 // written since the last one, so no byte is shown twice or skipped, and bytes dropped

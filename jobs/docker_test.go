@@ -14,8 +14,8 @@ import (
 	"github.com/airlock-dev/airlock/jobs"
 )
 
-// Jobs run on Docker (helper mode) through the same contract: the helper kills the job's tree, and since
-// the backend does not copy output live the job says so and delivers its output at the end.
+// Jobs run on Docker (helper mode) through the same contract: the helper kills the job's
+// tree, and its live output frames let the job be read while it runs.
 func TestJobsOnDocker(t *testing.T) {
 	prefix := fmt.Sprintf("airlocktest_jobs_%d_", os.Getpid())
 	t.Cleanup(func() { dockertest.RemoveContainers(prefix) })
@@ -36,6 +36,45 @@ func TestJobsOnDocker(t *testing.T) {
 	t.Cleanup(func() { _ = env.Close(context.Background()) })
 
 	exerciseJobs(t, env, "/tmp/job-child.pid")
+	exerciseLiveOutput(t, env, "/tmp/job-gate")
+}
+
+// exerciseLiveOutput reads a job's first line while the job still runs: the job waits for
+// a file the test creates only once it has read that line.
+func exerciseLiveOutput(t *testing.T, env backend.Environment, gate string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := jobs.NewManager(jobs.Options{})
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	j, err := m.Start(jobs.Spec{SessionID: "s", Env: env, Request: backend.Request{
+		Command: `echo first; echo warn >&2; while [ ! -e ` + gate + ` ]; do sleep 0.05; done; echo second`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var early string
+	for !strings.Contains(early, "first\n") || !strings.Contains(early, "warn\n") {
+		text, in := j.Read(0)
+		early += text
+		if in.State != jobs.Running || !in.Streaming {
+			t.Fatalf("job %+v before the gate opened; read %q", in, early)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no live output while the job ran: %q", early)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if res, err := env.Exec(ctx, backend.Request{Command: "touch " + gate}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("open the gate: %+v %v", res, err)
+	}
+	if err := j.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rest, in := j.Read(0)
+	if in.State != jobs.Exited || !in.Streaming || rest != "second\n" {
+		t.Fatalf("job %+v, then %q after %q", in, rest, early)
+	}
 }
 
 // exerciseJobs runs a job to its end and kills another's tree on env.

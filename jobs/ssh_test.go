@@ -24,3 +24,26 @@ func TestJobsOnSSH(t *testing.T) {
 	}
 	exerciseJobs(t, env, "job-child.pid")
 }
+
+// With the resident helper, SSH jobs stream: the helper's live output frames reach the job
+// while it runs.
+func TestJobsOnSSHHelper(t *testing.T) {
+	srv := sshtest.Start(t)
+	cfg := srv.Config
+	cfg.Mode = ssh.ModeAuto
+	cfg.AgentBinary = sshtest.AirlockBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	env, err := ssh.New(ctx, cfg)
+	if env != nil {
+		t.Cleanup(func() { _ = env.Close(context.Background()) })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := env.Describe(); d.Mode != ssh.ModeAgent {
+		t.Fatalf("mode %q (notes %q), want agent", d.Mode, d.Notes)
+	}
+	exerciseJobs(t, env, "job-child.pid")
+	exerciseLiveOutput(t, env, "job-gate")
+}

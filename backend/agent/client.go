@@ -53,6 +53,7 @@ type call struct {
 	exit     chan exitMsg
 	fileDone chan fileDoneMsg // set for a file operation
 	finished chan struct{}
+	live     *liveCopy // nil unless the request asked for live output
 }
 
 func (c *call) add(dst *[]byte, p []byte) {
@@ -191,6 +192,10 @@ func (c *Client) dispatch(f frame) error {
 		cl.add(&cl.stdout, f.payload)
 	case frameStderr:
 		cl.add(&cl.stderr, f.payload)
+	case frameLiveStdout, frameLiveStderr:
+		if cl.live != nil {
+			cl.live.push(f.typ == frameLiveStderr, f.payload)
+		}
 	case frameWindow:
 		if len(f.payload) != 4 {
 			return fmt.Errorf("%w: window of %d bytes", ErrMalformedFrame, len(f.payload))
@@ -237,6 +242,7 @@ func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) 
 		TimeoutMS:      req.Timeout.Milliseconds(),
 		KillGraceMS:    req.KillGrace.Milliseconds(),
 		MaxOutputBytes: req.MaxOutputBytes,
+		Live:           req.Stdout != nil || req.Stderr != nil,
 	}
 	if m.MaxOutputBytes <= 0 {
 		m.MaxOutputBytes = backend.DefaultMaxOutputBytes
@@ -250,6 +256,11 @@ func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) 
 		creditWake: make(chan struct{}, 1),
 		exit:       make(chan exitMsg, 1),
 		finished:   make(chan struct{}),
+	}
+	if m.Live {
+		cl.live = newLiveCopy(req.Stdout, req.Stderr)
+		// Every live frame came before the exit: all of it is written before Exec returns.
+		defer cl.live.finish()
 	}
 	c.mu.Lock()
 	c.nextID++
@@ -291,7 +302,9 @@ func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) 
 	for {
 		select {
 		case x := <-cl.exit:
-			return c.result(x, cl, start, cancelled)
+			res, err := c.result(x, cl, start, cancelled)
+			res.Streamed = err == nil && cl.live != nil
+			return res, err
 		case <-ctxDone:
 			ctxDone = nil
 			cancelled = true

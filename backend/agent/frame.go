@@ -9,7 +9,8 @@ import (
 
 // ProtocolVersion is the version both sides announce in their hello. A peer with another
 // version is refused: the helper binary and the host must come from the same build family.
-const ProtocolVersion = 2
+// (2: file-op frames; 3: live output frames.)
+const ProtocolVersion = 3
 
 // MaxPayload bounds one frame's payload. Larger data is split into several frames.
 const MaxPayload = 1 << 20
@@ -36,12 +37,14 @@ const (
 	frameFile       frameType = 'F' // JSON fileMsg, client to server (files.go)
 	frameFileData   frameType = 'D' // raw file bytes: a write's data, or what a read returns
 	frameFileDone   frameType = 'R' // JSON fileDoneMsg, server to client; the request is over
+	frameLiveStdout frameType = 'o' // raw stdout bytes as they arrive (startMsg.Live), server to client
+	frameLiveStderr frameType = 'e' // raw stderr bytes as they arrive (startMsg.Live), server to client
 )
 
 func (t frameType) valid() bool {
 	switch t {
 	case frameHello, frameStart, frameStdin, frameStdinClose, frameCancel,
-		frameWindow, frameStdout, frameStderr, frameExit,
+		frameWindow, frameStdout, frameStderr, frameExit, frameLiveStdout, frameLiveStderr,
 		frameFile, frameFileData, frameFileDone:
 		return true
 	}

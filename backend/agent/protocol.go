@@ -27,6 +27,9 @@ type startMsg struct {
 	TimeoutMS      int64    `json:"timeout_ms"`
 	KillGraceMS    int64    `json:"kill_grace_ms"`
 	MaxOutputBytes int64    `json:"max_output_bytes"`
+	// Live asks for a copy of the output in live frames as the command writes it, besides
+	// the capped output sent before the exit.
+	Live bool `json:"live,omitempty"`
 }
 
 // Error kinds in exitMsg, mapped back to backend sentinels by the client.
@@ -71,6 +74,11 @@ type Request struct {
 	// MaxOutputBytes caps each output stream at the source; zero means
 	// backend.DefaultMaxOutputBytes.
 	MaxOutputBytes int64
+	// Stdout and Stderr, when set, get a live copy of the output as the helper reads it
+	// from the command (see [backend.Request.Stdout]); the Result then says Streamed. They
+	// are written from a goroutine of the call's own, never from the stream's read loop,
+	// and everything is written before Exec returns.
+	Stdout, Stderr io.Writer
 }
 
 // stdinWindow is the stdin credit each request starts with: what the server may have to

@@ -188,7 +188,12 @@ func (s *server) run(p *proc, m startMsg) {
 	}
 	out := backend.NewCappedBuffer(m.MaxOutputBytes)
 	errb := backend.NewCappedBuffer(m.MaxOutputBytes)
-	res := s.execute(p, m, out, errb)
+	var stdout, stderr io.Writer = out, errb
+	if m.Live {
+		stdout = io.MultiWriter(out, &liveWriter{s: s, id: p.id, typ: frameLiveStdout})
+		stderr = io.MultiWriter(errb, &liveWriter{s: s, id: p.id, typ: frameLiveStderr})
+	}
+	res := s.execute(p, m, stdout, stderr)
 	// The request is forgotten before its exit is sent, so that a client reusing the ID after
 	// the exit can never reach this process.
 	s.mu.Lock()
@@ -206,6 +211,24 @@ func (s *server) run(p *proc, m startMsg) {
 		}
 	}
 	_ = s.send(frameExit, p.id, mustJSON(res))
+}
+
+// liveWriter sends what a command writes as live frames, as it is read from the command's
+// pipe. A stream that is slow to take them slows the copy, and so the command, as a
+// terminal would; nothing is queued here. A stream that failed drops the copy and never
+// fails the command: the capped output and the exit still tell the result.
+type liveWriter struct {
+	s      *server
+	id     uint32
+	typ    frameType
+	broken bool
+}
+
+func (w *liveWriter) Write(p []byte) (int, error) {
+	if !w.broken && w.s.sendChunks(w.typ, w.id, p) != nil {
+		w.broken = true
+	}
+	return len(p), nil
 }
 
 func (s *server) sendChunks(t frameType, id uint32, data []byte) error {

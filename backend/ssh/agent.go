@@ -317,6 +317,8 @@ func (e *Env) execHelper(ctx context.Context, l *link, req backend.Request, dir 
 		Timeout:        timeout,
 		KillGrace:      e.cfg.KillGrace,
 		MaxOutputBytes: capBytes,
+		Stdout:         req.Stdout,
+		Stderr:         req.Stderr,
 	}
 	if e.cfg.LoginShell {
 		if req.Command != "" {
