@@ -50,18 +50,71 @@ type Sandbox struct {
 	abi      int
 	enforced bool
 	reason   string // why not enforced
-	fd       int
-	layout   layout
 	policy   Policy
 	denyUnix bool
 
-	startWorkers sync.Once
-	jobs         chan job
-	quit         chan struct{}
-	closeOnce    sync.Once
-	workers      sync.WaitGroup
-	mu           sync.Mutex
-	closed       bool
+	// mu guards the fields below: the current generation of restricted threads, and
+	// whether the sandbox is closed.
+	mu     sync.Mutex
+	gen    *generation
+	closed bool
+}
+
+// generation is one ruleset and the threads restricted by it. Landlock binds a rule to
+// the file it names when the ruleset is made, so a granted file replaced by a rename (useradd
+// rewriting /etc/passwd, a resolver rewriting /etc/resolv.conf, a file tool's atomic write
+// into a directory split around a protected file) is no longer granted to threads restricted
+// before. The directories whose entries were granted one by one are stamped; when a stamp
+// changes, the next command gets a new generation planned from the filesystem as it is, and
+// the old generation's threads end.
+type generation struct {
+	fd       int
+	layout   layout
+	stamps   []stamp
+	network  Network
+	denyUnix bool
+	jobs     chan job
+	retired  chan struct{} // closed when a newer generation replaces this one, or on Close
+	start    sync.Once
+	workers  sync.WaitGroup
+}
+
+// stamp is what a directory looked like when its entries were granted.
+type stamp struct {
+	path     string
+	dev, ino uint64
+	mtime    unix.Timespec
+}
+
+func (st stamp) current() bool {
+	var now unix.Stat_t
+	if err := unix.Stat(st.path, &now); err != nil {
+		return false
+	}
+	return uint64(now.Dev) == st.dev && now.Ino == st.ino && now.Mtim == st.mtime
+}
+
+// stampsFor records the directories whose entries l grants one by one: those split around
+// a protected path, and the parents of granted files.
+func stampsFor(l layout) []stamp {
+	dirs := map[string]bool{}
+	for _, d := range l.Split {
+		dirs[d] = true
+	}
+	for _, g := range l.Grants {
+		if !g.Dir && !g.ListOnly && !strings.HasPrefix(g.Path, "/dev/") {
+			dirs[filepath.Dir(g.Path)] = true
+		}
+	}
+	out := make([]stamp, 0, len(dirs))
+	for d := range dirs {
+		var st unix.Stat_t
+		if err := unix.Stat(d, &st); err != nil {
+			continue // a directory that is gone grants nothing; a new one is not granted
+		}
+		out = append(out, stamp{path: d, dev: uint64(st.Dev), ino: st.Ino, mtime: st.Mtim})
+	}
+	return out
 }
 
 // New builds the sandbox for p. Mode landlock on a kernel that cannot deliver it is an
@@ -72,7 +125,7 @@ func New(mode Mode, p Policy, opts ...Option) (*Sandbox, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Sandbox{mode: mode, fd: -1, policy: p, jobs: make(chan job), quit: make(chan struct{})}
+	s := &Sandbox{mode: mode, policy: p}
 	if mode == ModeOff {
 		s.reason = "sandbox = \"off\" in the configuration"
 		return s, nil
@@ -92,20 +145,65 @@ func New(mode Mode, p Policy, opts ...Option) (*Sandbox, error) {
 		p.SystemRead = append(append([]string(nil), DefaultSystemRead...), toolchainDirs()...)
 	}
 	s.policy = p
-	s.layout = plan(p, osView{})
 	s.denyUnix = s.abi < 9
 	// The filter is built per command (it names the thread the command starts from); this
 	// build checks that it can be.
 	if _, err := buildFilter(p.Network, s.denyUnix, os.Getpid(), unix.Gettid()); err != nil {
 		return nil, err
 	}
-	fd, err := buildRuleset(s.layout.Grants, p.Network)
+	g, err := s.newGeneration()
+	if err != nil {
+		return nil, err
+	}
+	s.gen = g
+	s.enforced = true
+	return s, nil
+}
+
+// newGeneration plans the grants from the filesystem as it is now and builds their ruleset.
+// The stamps are taken before the plan, so a change made while planning is seen next time.
+func (s *Sandbox) newGeneration() (*generation, error) {
+	l := plan(s.policy, osView{})
+	stamps := stampsFor(l)
+	fd, err := buildRuleset(l.Grants, s.policy.Network)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: landlock ruleset: %w", err)
 	}
-	s.fd = fd
-	s.enforced = true
-	return s, nil
+	return &generation{fd: fd, layout: l, stamps: stamps, network: s.policy.Network, denyUnix: s.denyUnix,
+		jobs: make(chan job), retired: make(chan struct{})}, nil
+}
+
+// current returns the generation commands start in now, making a new one when a stamped
+// directory changed. An error making it is returned: nothing runs on stale grants' behalf
+// with weaker rules, and nothing runs unrestricted.
+func (s *Sandbox) current() (*generation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("sandbox: closed")
+	}
+	g := s.gen
+	for _, st := range g.stamps {
+		if !st.current() {
+			ng, err := s.newGeneration()
+			if err != nil {
+				return nil, err
+			}
+			s.gen = ng
+			g.retire()
+			return ng, nil
+		}
+	}
+	return g, nil
+}
+
+// retire ends the generation's waiting threads and, once the last is gone, its ruleset.
+func (g *generation) retire() {
+	close(g.retired)
+	go func() {
+		g.workers.Wait()
+		_ = syscall.Close(g.fd)
+	}()
 }
 
 func unsupported(abi int) string {
@@ -193,18 +291,15 @@ func (s *Sandbox) Close() error {
 	if s == nil {
 		return nil
 	}
-	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
-		close(s.quit)
-		go func() {
-			s.workers.Wait()
-			if s.fd >= 0 {
-				_ = syscall.Close(s.fd)
-			}
-		}()
-	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.gen != nil {
+		s.gen.retire()
+	}
 	return nil
 }
 
@@ -223,35 +318,37 @@ func (s *Sandbox) Do(fn func() error) error {
 	if !s.Enforced() {
 		return fn()
 	}
-	s.startWorkers.Do(func() {
-		for i := 0; i < spareThreads; i++ {
-			s.spawn()
-		}
-	})
 	j := job{fn: fn, done: make(chan error, 1)}
-	select {
-	case s.jobs <- j:
-	default:
-		// Every worker is busy: one more, kept afterwards like the others.
-		s.spawn()
+	for {
+		g, err := s.current()
+		if err != nil {
+			return err
+		}
+		g.start.Do(func() {
+			for i := 0; i < spareThreads; i++ {
+				g.spawn()
+			}
+		})
 		select {
-		case s.jobs <- j:
-		case <-s.quit:
-			return errors.New("sandbox: closed")
+		case g.jobs <- j:
+			return <-j.done
+		default:
+		}
+		// Every worker is busy: one more, kept afterwards like the others.
+		g.spawn()
+		select {
+		case g.jobs <- j:
+			return <-j.done
+		case <-g.retired:
+			// Replaced (or closed) while waiting: start again in the current generation.
 		}
 	}
-	return <-j.done
 }
 
-// spawn starts a worker unless the sandbox is closed.
-func (s *Sandbox) spawn() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return
-	}
-	s.workers.Add(1)
-	go s.worker()
+// spawn starts a worker of this generation.
+func (g *generation) spawn() {
+	g.workers.Add(1)
+	go g.worker()
 }
 
 // spareThreads is how many restricted threads are made before the first command.
@@ -262,19 +359,32 @@ type job struct {
 	done chan error
 }
 
-// worker restricts a thread of its own and runs jobs on it until the sandbox is closed. The
-// goroutine never unlocks the thread: when it returns, the runtime ends the thread, so the
-// restrictions reach no other goroutine. A worker whose restriction failed refuses its first
-// job and ends.
-func (s *Sandbox) worker() {
-	defer s.workers.Done()
+// worker restricts a thread of its own and runs jobs on it until its generation is
+// retired. The goroutine never unlocks the thread: when it returns, the runtime ends the
+// thread, so the restrictions reach no other goroutine. A worker whose restriction failed
+// refuses its first job and ends.
+func (g *generation) worker() {
 	runtime.LockOSThread()
-	err := s.restrictThread()
+	if unix.Gettid() == os.Getpid() {
+		// This is the main thread, the thread-group leader that /proc/PID/... and signals
+		// to the PID reach: it must never share a command's Landlock domain. While this
+		// goroutine holds it, a new goroutine cannot run on it: that one becomes the worker.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			g.worker()
+		}()
+		<-done
+		runtime.UnlockOSThread()
+		return
+	}
+	defer g.workers.Done()
+	err := g.restrictThread()
 	for {
 		var j job
 		select {
-		case j = <-s.jobs:
-		case <-s.quit:
+		case j = <-g.jobs:
+		case <-g.retired:
 			return
 		}
 		if err != nil {
@@ -294,17 +404,17 @@ func runJob(fn func() error) (err error) {
 	return fn()
 }
 
-func (s *Sandbox) restrictThread() error {
+func (g *generation) restrictThread() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox: no_new_privs: %w", err)
 	}
 	if err := dropCaps(); err != nil {
 		return err
 	}
-	if err := ll.LandlockRestrictSelf(s.fd, 0); err != nil {
+	if err := ll.LandlockRestrictSelf(g.fd, 0); err != nil {
 		return fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
 	}
-	filter, err := buildFilter(s.policy.Network, s.denyUnix, os.Getpid(), unix.Gettid())
+	filter, err := buildFilter(g.network, g.denyUnix, os.Getpid(), unix.Gettid())
 	if err != nil {
 		return err
 	}
@@ -317,6 +427,7 @@ func (s *Sandbox) Notes() []string {
 		return []string{"sandbox: not enforced (" + s.reason + "): commands can reach every file, process and network the user can; only commands judged safe run without a person"}
 	}
 	p := s.policy
+	l := s.currentLayout()
 	var w []string
 	w = append(w, p.WriteRoots...)
 	if p.TempDir != "" {
@@ -331,18 +442,31 @@ func (s *Sandbox) Notes() []string {
 	}
 	notes := []string{
 		fmt.Sprintf("sandbox: enforced by Landlock ABI %d and seccomp: writes only in %s; reads only in the read roots, system and toolchain directories", s.abi, strings.Join(w, ", ")),
-		fmt.Sprintf("sandbox: never readable: the configuration, the ledger, credential directories and %d protected paths found at start", len(s.layout.Protected)),
+		fmt.Sprintf("sandbox: never readable: the configuration, the ledger, credential directories and %d protected paths found at start", len(l.Protected)),
 		"sandbox: " + net + "; no signals, ptrace or /proc environ reads of processes outside the command; no mount, keyring, bpf, perf, module or namespace calls",
 	}
 	if s.denyUnix {
 		notes = append(notes, fmt.Sprintf("sandbox: unix sockets refused (Landlock ABI %d cannot restrict pathname sockets; ABI 9 can)", s.abi))
 	}
-	if len(s.layout.Split) > 0 {
-		notes = append(notes, "sandbox: no new entries directly in "+strings.Join(s.layout.Split, ", ")+" (each holds a protected path); files created there later are not kernel-protected")
+	if len(l.Split) > 0 {
+		notes = append(notes, "sandbox: commands cannot make new entries directly in "+strings.Join(l.Split, ", ")+" (each holds a protected path); entries others make there are granted, or kept out when protected, from the next command on")
 	}
-	notes = append(notes, s.layout.Notes...)
+	notes = append(notes, l.Notes...)
 	return notes
 }
 
 // Protected lists the existing paths the sandbox keeps out, resolved.
-func (s *Sandbox) Protected() []string { return append([]string(nil), s.layout.Protected...) }
+func (s *Sandbox) Protected() []string { return append([]string(nil), s.currentLayout().Protected...) }
+
+// currentLayout is the plan of the generation commands start in now.
+func (s *Sandbox) currentLayout() layout {
+	if s == nil {
+		return layout{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen == nil {
+		return layout{}
+	}
+	return s.gen.layout
+}

@@ -196,3 +196,40 @@ for t in os.listdir("/proc/%d/task"):
 		t.Fatalf("a command could signal a thread of the process that started it: %v\n%s", err, out)
 	}
 }
+
+// TestReplacedGrantedFileStaysReadable: Landlock binds a rule to the file it names, so a
+// granted file replaced by a rename (useradd rewriting /etc/passwd, a file tool's atomic
+// write beside a protected file) was unreadable to commands from then on. The sandbox sees
+// the directory change and plans again before the next command: the new file is granted,
+// one the host adds is granted too, and one that matches deny_names stays out.
+func TestReplacedGrantedFileStaysReadable(t *testing.T) {
+	f := newFixture(t, sandbox.Network{})
+	ok := filepath.Join(f.ws, "sub", "ok.txt")
+	if out, err := f.sh(t, "cat sub/ok.txt"); err != nil || out != "content\n" {
+		t.Fatalf("before: %v %q", err, out)
+	}
+	tmp := filepath.Join(f.ws, "sub", ".ok.txt.tmp")
+	if err := os.WriteFile(tmp, []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, ok); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := f.sh(t, "cat sub/ok.txt"); err != nil || out != "new\n" {
+		t.Fatalf("after the rename: %v %q", err, out)
+	}
+	for name, body := range map[string]string{"added.txt": "added\n", "late.env": "SECRET=1\n"} {
+		if err := os.WriteFile(filepath.Join(f.ws, "sub", name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := f.sh(t, "cat sub/added.txt"); err != nil || out != "added\n" {
+		t.Fatalf("a file the host added: %v %q", err, out)
+	}
+	if out, err := f.sh(t, "cat sub/late.env"); err == nil || strings.Contains(out, "SECRET") {
+		t.Fatalf("a deny_names file added later was readable: %q", out)
+	}
+	if out, err := f.sh(t, "cat sub/.env"); err == nil || strings.Contains(out, "content") {
+		t.Fatalf("the protected file became readable after planning again: %q", out)
+	}
+}
