@@ -75,7 +75,7 @@ func (e *Env) startHelper(ctx context.Context, l *link, p remoteInfo) error {
 	if err := e.bin.bin.CheckUname(p.os); err != nil {
 		return err
 	}
-	args := e.cfg.sandboxArgs(p.workspace)
+	args := e.cfg.sandboxArgs(p.workspace, l.proxyPort)
 	h, err := e.launchHelper(ctx, l, name, args)
 	var stale *staleHelperError
 	if errors.As(err, &stale) {
@@ -312,7 +312,7 @@ func (e *Env) execHelper(ctx context.Context, l *link, req backend.Request, dir 
 		Command:        req.Command,
 		Dir:            dir,
 		Workspace:      ws,
-		Env:            agent.MergeEnv(nil, env),
+		Env:            agent.MergeEnv(env, l.proxyEnv()),
 		Stdin:          req.Stdin,
 		Timeout:        timeout,
 		KillGrace:      e.cfg.KillGrace,

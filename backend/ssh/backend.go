@@ -211,6 +211,24 @@ type Option func(*options) error
 
 type options struct {
 	logger hclog.Logger
+	egress *backend.Egress
+}
+
+// WithEgress routes commands through a running egress proxy ([network] mode "allowlist"):
+// on every connection the backend asks the remote sshd for a reverse-forwarded port on the
+// remote host's 127.0.0.1, relays each connection made to it to eg.URL on this host, and
+// sets HTTP_PROXY, HTTPS_PROXY, http_proxy, https_proxy (NO_PROXY empty) for every command
+// to that port. The remote host's own network is not cut: a command that ignores the proxy
+// variables reaches what the host reaches (unless the helper's kernel sandbox forbids TCP,
+// see [Env.Describe]). Close stops the proxy.
+func WithEgress(eg backend.Egress) Option {
+	return func(o *options) error {
+		if !strings.HasPrefix(eg.URL, "http://") {
+			return fmt.Errorf("ssh: egress proxy URL %q is not http://host:port", eg.URL)
+		}
+		o.egress = &eg
+		return nil
+	}
 }
 
 // WithLogger sets the logger (default: none).
@@ -230,6 +248,8 @@ type Env struct {
 	log  hclog.Logger
 	dial *dialer
 	bin  helperBinary
+	// egress is the proxy commands are pointed at (nil unless [network] mode is allowlist).
+	egress *backend.Egress
 
 	// sessions bounds concurrent command sessions below sshd's MaxSessions (10 by default),
 	// leaving room for the sessions that kill process groups.
@@ -278,6 +298,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{
+		egress:   o.egress,
 		cfg:      cfg,
 		log:      o.logger.Named("ssh").With("target", cfg.User+"@"+cfg.target()),
 		dial:     d,
@@ -321,6 +342,13 @@ func (e *Env) Describe() backend.Description {
 		where,
 		"no variable of the Airlock host reaches remote commands",
 	}, e.notes...)
+	if e.egress != nil {
+		n := "network allowlist: HTTP(S)_PROXY points commands at Airlock's egress proxy through a port reverse-forwarded to the remote host's 127.0.0.1; the remote host's own network is not cut, so a command that ignores the proxy variables reaches what the host reaches"
+		if e.sandboxed {
+			n = "network allowlist: HTTP(S)_PROXY points commands at Airlock's egress proxy through a port reverse-forwarded to the remote host's 127.0.0.1; the helper's kernel sandbox allows TCP connect only to that port number (any address), so the proxy governs TCP; the remote host's own network is otherwise not Airlock's"
+		}
+		notes = append(notes, n)
+	}
 	if e.mode != ModeAgent {
 		notes = append(notes, "session mode kills each command's process group; a process that leaves it with setsid can outlive its command (the resident helper, a subreaper, does not have that gap)")
 	}
@@ -357,6 +385,9 @@ func (e *Env) Close(context.Context) error {
 	e.mu.Unlock()
 	if l != nil {
 		l.kill(nil)
+	}
+	if e.egress != nil && e.egress.Stop != nil {
+		return e.egress.Stop()
 	}
 	return nil
 }

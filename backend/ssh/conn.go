@@ -216,6 +216,10 @@ type link struct {
 	client *gossh.Client
 	jump   *gossh.Client
 	helper *helper // nil in session mode
+	// proxy is the reverse-forwarded listener on the remote host's 127.0.0.1 that relays to
+	// the egress proxy ([network] mode allowlist; nil otherwise), proxyPort its remote port.
+	proxy     net.Listener
+	proxyPort int
 
 	dead chan struct{}
 	once sync.Once
@@ -235,6 +239,9 @@ func (l *link) kill(why error) {
 		close(l.dead)
 		if l.helper != nil {
 			l.helper.close()
+		}
+		if l.proxy != nil {
+			_ = l.proxy.Close()
 		}
 		_ = l.client.Close()
 		if l.jump != nil {
@@ -349,6 +356,12 @@ func (e *Env) connect(ctx context.Context) (*link, error) {
 	if p.setsid == "" {
 		l.kill(nil)
 		return nil, fmt.Errorf("ssh: %s has no setsid(1) on PATH, which commands need to run in a process group of their own", e.cfg.target())
+	}
+	if e.egress != nil {
+		if err := e.forwardProxy(l); err != nil {
+			l.kill(err)
+			return nil, err
+		}
 	}
 	var helperErr error
 	if e.cfg.Mode == ModeAuto {
@@ -555,4 +568,66 @@ func (e *Env) RoundTrip(ctx context.Context) error {
 		return fmt.Errorf("ssh: round trip: %w", err)
 	}
 	return nil
+}
+
+// forwardProxy asks the remote sshd for a listener on its 127.0.0.1 (a reverse port
+// forward on this connection) and relays every connection made to it to the egress proxy
+// on this host. It ends with the link: sshd closes the port when the connection goes.
+func (e *Env) forwardProxy(l *link) error {
+	target := strings.TrimPrefix(e.egress.URL, "http://")
+	ln, err := l.client.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("ssh: [network] mode = \"allowlist\" needs a reverse-forwarded port on %s for the egress proxy (sshd's AllowTcpForwarding must allow remote forwarding): %w", e.cfg.target(), err)
+	}
+	addr, ok := ln.Addr().(*net.TCPAddr)
+	if !ok || addr.Port == 0 {
+		_ = ln.Close()
+		return fmt.Errorf("ssh: %s gave the egress proxy forward no port (%v)", e.cfg.target(), ln.Addr())
+	}
+	l.proxy, l.proxyPort = ln, addr.Port
+	e.log.Debug("egress proxy forwarded", "remote", addr.String(), "proxy", target)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go relay(c, target)
+		}
+	}()
+	return nil
+}
+
+// relay copies one forwarded connection to the egress proxy and back.
+func relay(remote net.Conn, target string) {
+	defer remote.Close()
+	local, err := net.DialTimeout("tcp", target, 10*time.Second)
+	if err != nil {
+		return
+	}
+	defer local.Close()
+	done := make(chan struct{}, 2)
+	go func() {
+		_, _ = io.Copy(local, remote)
+		if tc, ok := local.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	go func() {
+		_, _ = io.Copy(remote, local)
+		_ = remote.Close()
+		done <- struct{}{}
+	}()
+	<-done
+	<-done
+}
+
+// proxyEnv is the proxy variables for commands on this link (nil without a forward).
+func (l *link) proxyEnv() []string {
+	if l.proxy == nil {
+		return nil
+	}
+	u := "http://127.0.0.1:" + strconv.Itoa(l.proxyPort)
+	return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u, "NO_PROXY=", "no_proxy="}
 }

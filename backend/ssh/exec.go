@@ -127,7 +127,7 @@ func (e *Env) execSession(ctx context.Context, l *link, req backend.Request, dir
 		s.Stdin = req.Stdin
 	}
 	start := time.Now()
-	if err := s.Start(shellLine(e.commandScript(nonce, dir, req))); err != nil {
+	if err := s.Start(shellLine(e.commandScript(nonce, dir, req, l.proxyEnv()))); err != nil {
 		return backend.Result{}, &notStartedError{err: fmt.Errorf("ssh: start: %w", unavailable(l, err))}
 	}
 	waitCh := make(chan error, 1)
@@ -291,7 +291,7 @@ var signalNumbers = map[string]int{"HUP": 1, "INT": 2, "QUIT": 3, "ABRT": 6, "KI
 // The first line each stream carries from the wrapper is the nonce, so that whatever the
 // user's dotfiles print before it is dropped. stdin reaches the command through fd 3 because
 // an asynchronous list's stdin is /dev/null.
-func (e *Env) commandScript(nonce, dir string, req backend.Request) string {
+func (e *Env) commandScript(nonce, dir string, req backend.Request, extra []string) string {
 	ws := e.Workspace()
 	var b strings.Builder
 	b.WriteString("cd -P -- " + quote(dir) + " 2>/dev/null || { printf '%s nodir\\n' " + nonce + " >&2; exit 1; }\n")
@@ -300,7 +300,7 @@ func (e *Env) commandScript(nonce, dir string, req backend.Request) string {
 	}
 	b.WriteString("umask " + fmt.Sprintf("%04o", backend.Umask) + "\nexec 3<&0\n")
 	b.WriteString(`/bin/sh -c 'printf "%s pgid %s\n" "$1" "$$" >&2; printf "%s\n" "$1"; shift; exec setsid "$@"' sh ` + nonce + " ")
-	b.WriteString(strings.Join(e.commandWords(req), " "))
+	b.WriteString(strings.Join(e.commandWords(req, extra), " "))
 	// The wrapper's own stderr then goes nowhere, so that no shell reports "Terminated" for
 	// a command killed at its timeout; fd 4 keeps the stream for the exit trailer, which lets
 	// the client return when the command exits even while a child of it that left its group
@@ -312,9 +312,10 @@ func (e *Env) commandScript(nonce, dir string, req backend.Request) string {
 
 // commandWords is `env -i VARS… PROGRAM ARGS…` as shell words for the wrapper, which expands
 // the remote account's own HOME, USER, LOGNAME and SHELL.
-func (e *Env) commandWords(req backend.Request) []string {
+// extra (the proxy variables) comes last, so that it wins over the request's own.
+func (e *Env) commandWords(req backend.Request, extra []string) []string {
 	words := []string{"env", "-i", "--", `HOME="$HOME"`, `USER="$USER"`, `LOGNAME="$LOGNAME"`, "PATH=" + remotePath}
-	for _, kv := range (backend.EnvPolicy{}).Build(nil, req.Env) {
+	for _, kv := range append((backend.EnvPolicy{}).Build(nil, req.Env), extra...) {
 		words = append(words, quote(kv))
 	}
 	switch {

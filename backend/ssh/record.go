@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/airlock-dev/airlock/backend"
 )
@@ -39,15 +40,26 @@ func init() {
 }
 
 // derive applies [network] mode. The remote host's network is not Airlock's to cut: none
-// and open run with it as it is, which Describe and the README say. allowlist would route
-// commands through the egress proxy over a reverse-forwarded port; that is not built, so it
-// is refused rather than run with the remote network open.
+// and open run with it as it is, which Describe and the README say. allowlist starts the
+// egress proxy on the Airlock host's loopback; the backend reaches it from the remote host
+// through a reverse-forwarded port on the remote loopback and points commands at it with
+// HTTP(S)_PROXY (see [WithEgress]).
 func derive(_ any, p backend.Policy) ([]any, error) {
-	if p.Network.Mode == backend.NetworkAllowlist {
-		return nil, errors.New(`ssh: [network] mode = "allowlist" is not supported on the ssh backend yet (the egress proxy over a reverse-forwarded port is not built); the remote host's network is not Airlock's to cut — use mode "none" or "open" (both leave it as it is) or the docker backend`)
+	if p.Network.Mode != backend.NetworkAllowlist {
+		return nil, nil
 	}
-	return nil, nil
+	if p.Network.Proxy == nil {
+		return nil, errors.New(`ssh: [network] mode = "allowlist" without an egress proxy`)
+	}
+	eg, err := p.Network.Proxy(context.Background(), netip.MustParseAddr("127.0.0.1"))
+	if err != nil {
+		return nil, err
+	}
+	return []any{egressOption{eg}}, nil
 }
+
+// egressOption carries the proxy derive started to open, which stops it when New fails.
+type egressOption struct{ eg backend.Egress }
 
 // open connects from a record's settings; Options of type [Option] are applied.
 func open(ctx context.Context, s backend.Settings) (backend.Environment, error) {
@@ -59,12 +71,21 @@ func open(ctx context.Context, s backend.Settings) (backend.Environment, error) 
 	if s.Logger != nil {
 		opts = append(opts, WithLogger(s.Logger))
 	}
+	var stop func() error
 	for _, o := range s.Options {
 		if opt, ok := o.(Option); ok {
 			opts = append(opts, opt)
 		}
+		if eg, ok := o.(egressOption); ok {
+			opts, stop = append(opts, WithEgress(eg.eg)), eg.eg.Stop
+		}
 	}
-	return New(ctx, c, opts...)
+	env, err := New(ctx, c, opts...)
+	if err != nil && stop != nil {
+		// New never took the proxy over: stop what derive started.
+		_ = stop()
+	}
+	return env, err
 }
 
 // Resolve makes the section's local paths absolute.

@@ -17,8 +17,9 @@ const (
 	SandboxOff      = "off"
 )
 
-// sandboxArgs are the helper's flags for a remote workspace.
-func (c Config) sandboxArgs(workspace string) string {
+// sandboxArgs are the helper's flags for a remote workspace; proxyPort, when not 0, is the
+// one TCP port commands may connect to (the reverse-forwarded egress proxy).
+func (c Config) sandboxArgs(workspace string, proxyPort int) string {
 	mode := c.Sandbox
 	if mode == "" {
 		mode = SandboxAuto
@@ -26,7 +27,11 @@ func (c Config) sandboxArgs(workspace string) string {
 	if mode == SandboxOff {
 		return " --sandbox off"
 	}
-	return fmt.Sprintf(" --sandbox %s --sandbox-write %s", mode, quote(workspace))
+	args := fmt.Sprintf(" --sandbox %s --sandbox-write %s", mode, quote(workspace))
+	if proxyPort != 0 {
+		args += fmt.Sprintf(" --sandbox-connect %d", proxyPort)
+	}
+	return args
 }
 
 // checkSandbox decides, once connected, whether the configured sandbox is delivered: mode

@@ -45,6 +45,9 @@ type doctorReport struct {
 func networkReport(cfg *configs.Config, d backend.Description) (string, string) {
 	mode := cfg.Network.Mode
 	switch {
+	case d.Kind == "ssh" && mode == urlguard.ModeAllowlist:
+		return fmt.Sprintf("mode allowlist: HTTP(S)_PROXY sends commands' web traffic through Airlock's egress proxy (allows %v) over a port reverse-forwarded to the remote host; the remote host's own network is not cut", cfg.Network.AllowDomains),
+			"[network] mode = \"allowlist\" on SSH governs only what goes through the proxy: a command that ignores HTTP(S)_PROXY reaches what the remote host reaches (unless the helper's kernel sandbox forbids its TCP)"
 	case d.Kind == "ssh" && mode != urlguard.ModeOpen:
 		return fmt.Sprintf("mode %s: not enforced on the remote host (its network is not Airlock's to cut)", mode),
 			"[network] mode = \"" + string(mode) + "\" does not cut the SSH host's network: commands there reach what the host reaches"
