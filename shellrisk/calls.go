@@ -80,13 +80,21 @@ func (w *walker) callArgs(args []arg, in stdin, seg string) {
 	}
 	name := args[0]
 	if p, ok := w.hashed[name.text]; ok && !name.dynamic {
-		args = append([]arg{{text: p}}, args[1:]...)
-		name = args[0]
+		// bash runs PATH (or, when it is not executable, looks NAME up as usual); dash and
+		// busybox have no hash -p and run NAME: both readings are judged.
+		w.run(append([]arg{{text: p}}, args[1:]...), in, seg)
 	}
-	if body, ok := w.aliases[name.text]; ok && !name.dynamic && !name.quoted && w.depth < maxDepth {
+	if body, ok := w.aliases[name.text]; ok && !name.dynamic && !name.quoted && !w.expanding[name.text] && w.depth < maxDepth {
+		// dash, busybox sh and bash as sh expand the alias; bash -c without expand_aliases
+		// runs the word itself. The expansion is one more reading, and the word is judged
+		// below as the program (or function) it names.
 		w.calls++
+		if w.expanding == nil {
+			w.expanding = map[string]bool{}
+		}
+		w.expanding[name.text] = true
 		w.code(w.expandAlias(body, args[1:]), seg, in, true)
-		return
+		delete(w.expanding, name.text)
 	}
 	if def := w.st.funcs[name.text]; def != nil && !name.dynamic && !strings.Contains(name.text, "/") {
 		w.calls++
@@ -168,7 +176,12 @@ func (w *walker) run(args []arg, in stdin, seg string) {
 		return
 	}
 	w.record(p.name, args)
+	// Only the built-in alias, called by its bare name, defines an alias: ~/alias ls=… is
+	// a script.
+	saved := w.notAlias
+	w.notAlias = strings.Contains(name.text, "/") || name.tilde && strings.HasPrefix(name.text, "~")
 	w.program(p, args[1:], in, seg)
+	w.notAlias = saved
 }
 
 // record adds a judged argument vector to the verdict's commands.

@@ -59,6 +59,12 @@ type walker struct {
 	// aliases are the aliases the command defined: dash, busybox sh and bash as sh expand
 	// them, and one ending in a space expands the next word too.
 	aliases map[string]string
+	// expanding are the aliases being expanded: a shell does not expand one again in its
+	// own text (alias ls='ls -l').
+	expanding map[string]bool
+	// notAlias is set while a program named alias is judged that is not the built-in
+	// (~/alias, ./alias).
+	notAlias bool
 	// hashed are the names hash -p bound to another program's path.
 	hashed map[string]string
 	// posix is set while the POSIX sh reading of a command is walked: no $'…', no brace

@@ -193,6 +193,9 @@ func (w *walker) codeRunner(p *program, s scanned, in stdin, seg string) {
 		for _, a := range ops {
 			if name, v, ok := strings.Cut(a.text, "="); ok && !a.dynamic {
 				w.judgeCode(p.language, arg{text: v}, stdin{}, seg, false)
+				if w.notAlias {
+					continue
+				}
 				if w.aliases == nil {
 					w.aliases = map[string]string{}
 				}
