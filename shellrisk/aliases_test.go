@@ -65,3 +65,37 @@ func TestAliasReadings(t *testing.T) {
 		})
 	}
 }
+
+// TestIFSFields checks that an unquoted $IFS splits the word it is in where it stands,
+// and only there: a quoted part of the same word stays one field, as in a real shell.
+func TestIFSFields(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		command string
+		want    []string
+	}{
+		{"rm${IFS}-rf${IFS}/", []string{"rm|-rf|/"}},
+		// The single-quoted code is one field: sh runs it, and splits it itself.
+		{"sh${IFS}-c${IFS}'rm${IFS}-r${IFS}-f${IFS}$HOME'", []string{"sh|-c|rm${IFS}-r${IFS}-f${IFS}$HOME", "rm|-r|-f|~"}},
+		{"bash${IFS}-c${IFS}\"rm${IFS}-rf${IFS}/boot/\"", []string{"bash|-c|rm \t\n-rf \t\n/boot/"}},
+		// Quoted, $IFS is its value: no split.
+		{`"rm$IFS-rf$IFS/"`, []string{"rm \t\n-rf \t\n/"}},
+		// Assigned, it is split where the variable is used unquoted.
+		{"x=${IFS}; rm${x}-rf /", []string{"rm|-rf|/"}},
+		{"IFS=,; rm${IFS}-rf${IFS}/", []string{"rm|-rf|/"}},
+	} {
+		t.Run(tc.command, func(t *testing.T) {
+			t.Parallel()
+			v := Classify(tc.command)
+			var got []string
+			for _, c := range v.Commands {
+				got = append(got, strings.Join(c.Argv, "|"))
+			}
+			for _, w := range tc.want {
+				if !slices.Contains(got, w) {
+					t.Errorf("commands %q: want %q among them", got, w)
+				}
+			}
+		})
+	}
+}

@@ -67,17 +67,6 @@ func (w *walker) call(c *syntax.CallExpr, in stdin) {
 
 // callArgs runs an expanded simple command: a function the command defined, or a program.
 func (w *walker) callArgs(args []arg, in stdin, seg string) {
-	for _, a := range args {
-		if a.ifs {
-			// rm${IFS}-rf${IFS}/ is rm -rf / once the shell splits it.
-			parts := make([]string, len(args))
-			for i, a := range args {
-				parts[i] = a.text
-			}
-			w.code(strings.ReplaceAll(strings.Join(parts, " "), dynamicMark, "$x"), seg, in, true)
-			return
-		}
-	}
 	name := args[0]
 	if p, ok := w.hashed[name.text]; ok && !name.dynamic {
 		// bash runs PATH (or, when it is not executable, looks NAME up as usual); dash and

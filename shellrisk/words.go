@@ -23,8 +23,6 @@ type arg struct {
 	glob bool
 	// procSubst is true when the word is a <(…) or >(…) file name.
 	procSubst bool
-	// ifs is true when the word uses $IFS, the usual trick to hide spaces.
-	ifs bool
 	// quoted is true when any part of the word was quoted.
 	quoted bool
 	// split is true when an unquoted variable's value holds spaces: the shell splits the
@@ -185,9 +183,15 @@ func (w *walker) param(p *syntax.ParamExp, a *arg, b *strings.Builder, quoted bo
 		case name == "PWD":
 			b.WriteString(".")
 			return
-		case name == "IFS":
-			a.ifs = true
-			b.WriteString(" ")
+		case name == "IFS" && !w.ifsSet():
+			// The default IFS: unquoted, in an argument, it splits the word there
+			// (rm${IFS}-rf${IFS}/ is rm -rf /); a quoted part of the word is not split.
+			if !quoted && w.splitting {
+				a.split = true
+				b.WriteString(splitMark)
+			} else {
+				b.WriteString(" \t\n")
+			}
 			return
 		case name == "!":
 			a.jobPID = b.Len() == 0
@@ -400,6 +404,12 @@ func decodeANSIC(s string) string {
 
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// ifsSet reports whether the command gave IFS a known value.
+func (w *walker) ifsSet() bool {
+	_, ok := w.st.vars["IFS"]
+	return ok && !w.st.noVars
 }
 
 // ifsChars are the characters the shell splits fields at.
