@@ -34,6 +34,15 @@ const (
 	// directory, fsync, rename by descriptor), keeping the old file's mode; missing parent
 	// directories are created. Data over MaxBytes is refused with [FileTooLarge].
 	FileWrite = "write"
+	// FileSearch walks Path (a directory or one file) beneath Root by descriptor, never
+	// following a symbolic link, skipping directories named ".git" or matching DenyNames,
+	// non-regular files, files with more than one hard link and files whose first 8 KiB hold
+	// a NUL byte; each file is read through the descriptor it was opened with. Pattern is a
+	// Go regular expression matched line by line (Data: "path\x00line:text\n" per match),
+	// or with FilesOnly a shell glob matched against file names (a substring when it has no
+	// glob character; Data: "path\n"). Glob, when set, selects the file names searched. At
+	// most MaxResults lines and MaxBytes bytes are returned; Lines is how many.
+	FileSearch = "search"
 )
 
 // FileRequest is one file operation. Path is absolute and clean and, like every path the file
@@ -57,6 +66,12 @@ type FileRequest struct {
 	// filesystem; a write that would leave less is refused with [FileTooLarge]. Zero: no
 	// check.
 	MinFreeBytes int64
+	// Pattern, Glob, FilesOnly, MaxResults and DenyNames describe a search ([FileSearch]).
+	Pattern    string
+	Glob       string
+	FilesOnly  bool
+	MaxResults int
+	DenyNames  []string
 }
 
 // FileResult is what a file operation returned.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -86,6 +87,14 @@ func (s *searcher) search(ctx context.Context, inv *tool.Invocation) (*tool.Outp
 	}
 	d := searchData{Path: shown, Matches: []match{}}
 	var res backend.Result
+	var notes []string
+	if fo, ok := inv.Env.(backend.FileOps); ok {
+		out, fell, err := s.helperSearch(ctx, inv, fo, p, a, limit, d)
+		if !fell {
+			return out, err
+		}
+		notes = []string{searchShellNote + " (" + fell2str(err) + ")"}
+	}
 	if a.Target == "files" {
 		d.Engine = "find"
 		res, err = s.run(ctx, inv.Env, limit, "find", s.findArgv(p, a, ""))
@@ -141,11 +150,79 @@ func (s *searcher) search(ctx context.Context, inv *tool.Invocation) (*tool.Outp
 	if len(d.Matches) == 0 && !denied && complaint != "" {
 		return failed(CodeBadPattern, fmt.Sprintf("search failed: %s; check the pattern (a regular expression) and the glob", complaint), true, d), nil
 	}
-	out := &tool.Output{Content: renderMatches(d), Data: d, Truncated: d.Truncated}
+	out := &tool.Output{Content: renderMatches(d), Data: d, Truncated: d.Truncated, Notes: notes}
 	if complaint != "" {
 		out.Content += "(the search also reported: " + complaint + ")\n"
 	}
 	return out, nil
+}
+
+// searchShellNote is what a search result says when it ran as find and rg or grep although
+// the environment has a resident helper.
+const searchShellNote = "search ran as find with rg or grep in the environment, not in the resident helper: " +
+	"find selects each file and rg or grep opens it again by name"
+
+func fell2str(err error) string {
+	if err == nil {
+		return "no helper"
+	}
+	return err.Error()
+}
+
+// helperSearch runs the search in the environment's resident helper, which walks the tree by
+// descriptor and reads each file through the descriptor it checked ([backend.FileSearch]).
+// fell is true (with the reason in err) when there is no helper right now and the caller
+// must take the shell road.
+func (s *searcher) helperSearch(ctx context.Context, inv *tool.Invocation, fo backend.FileOps, p string, a searchArgs, limit int, d searchData) (*tool.Output, bool, error) {
+	root := "/"
+	if ws := workspaceOf(inv.Env); ws != "" && backend.Within(ws, p) {
+		root = ws
+	}
+	res, err := fo.FileOp(ctx, backend.FileRequest{
+		Op: backend.FileSearch, Path: p, Root: root, Pattern: a.Pattern, Glob: a.Glob,
+		FilesOnly: a.Target == "files", MaxResults: limit + 1 + hiddenSlack, MaxBytes: 8 << 20,
+		DenyNames: s.opts.DenyNames,
+	})
+	if errors.Is(err, backend.ErrNoHelper) {
+		return nil, true, err
+	}
+	d.Engine = "helper"
+	if err != nil {
+		var fe *backend.FileError
+		if !errors.As(err, &fe) {
+			return nil, false, fmt.Errorf("fileops: search: %w", err)
+		}
+		switch fe.Code {
+		case backend.FileInvalid:
+			return failed(CodeBadPattern, fmt.Sprintf("search failed: %s; check the pattern (a regular expression) and the glob", fe.Msg), true, d), false, nil
+		case backend.FileIO:
+			if strings.Contains(fe.Msg, "did not finish") {
+				return failed(CodeIOError, "the search did not finish in time; narrow the path or the pattern", true, d), false, nil
+			}
+		}
+		out, err := failure(helperErr(err), d.Path, d)
+		return out, false, err
+	}
+	engine := "rg"
+	if a.Target == "files" {
+		engine = "find"
+	}
+	for _, line := range bytes.Split(res.Data, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		m, ok := parseMatch(engine, string(line))
+		if !ok || s.hidden(inv.Env, m.Path) {
+			continue
+		}
+		if len(d.Matches) == limit {
+			d.Truncated = true
+			break
+		}
+		m.Path = display(inv.Env, m.Path)
+		d.Matches = append(d.Matches, m)
+	}
+	return &tool.Output{Content: renderMatches(d), Data: d, Truncated: d.Truncated}, false, nil
 }
 
 func (s *searcher) run(ctx context.Context, env backend.Environment, limit int, need string, argv []string) (backend.Result, error) {

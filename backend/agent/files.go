@@ -16,15 +16,20 @@ import (
 
 // fileMsg asks for one file operation; it is backend.FileRequest without the data.
 type fileMsg struct {
-	Op           string `json:"op"`
-	Path         string `json:"path"`
-	Root         string `json:"root,omitempty"`
-	First        int    `json:"first,omitempty"`
-	Last         int    `json:"last,omitempty"`
-	MaxBytes     int64  `json:"max_bytes"`
-	ExpectSHA256 string `json:"expect_sha256,omitempty"`
-	MinFreeBytes int64  `json:"min_free_bytes,omitempty"`
-	DataLen      int64  `json:"data_len,omitempty"`
+	Op           string   `json:"op"`
+	Path         string   `json:"path"`
+	Root         string   `json:"root,omitempty"`
+	First        int      `json:"first,omitempty"`
+	Last         int      `json:"last,omitempty"`
+	MaxBytes     int64    `json:"max_bytes"`
+	ExpectSHA256 string   `json:"expect_sha256,omitempty"`
+	MinFreeBytes int64    `json:"min_free_bytes,omitempty"`
+	DataLen      int64    `json:"data_len,omitempty"`
+	Pattern      string   `json:"pattern,omitempty"`
+	Glob         string   `json:"glob,omitempty"`
+	FilesOnly    bool     `json:"files_only,omitempty"`
+	MaxResults   int      `json:"max_results,omitempty"`
+	DenyNames    []string `json:"deny_names,omitempty"`
 }
 
 // fileDoneMsg ends a file operation.
@@ -105,6 +110,7 @@ func (s *server) startFile(id uint32, m fileMsg, data []byte) {
 		res, err := fileOp(backend.FileRequest{
 			Op: m.Op, Path: m.Path, Root: m.Root, First: m.First, Last: m.Last,
 			MaxBytes: m.MaxBytes, Data: data, ExpectSHA256: m.ExpectSHA256, MinFreeBytes: m.MinFreeBytes,
+			Pattern: m.Pattern, Glob: m.Glob, FilesOnly: m.FilesOnly, MaxResults: m.MaxResults, DenyNames: m.DenyNames,
 		})
 		if err != nil {
 			done := fileDoneMsg{Code: backend.FileIO, Error: err.Error()}
@@ -159,6 +165,7 @@ func (c *Client) FileOp(ctx context.Context, req backend.FileRequest) (backend.F
 	m := fileMsg{
 		Op: req.Op, Path: req.Path, Root: req.Root, First: req.First, Last: req.Last,
 		MaxBytes: req.MaxBytes, ExpectSHA256: req.ExpectSHA256, MinFreeBytes: req.MinFreeBytes, DataLen: int64(len(req.Data)),
+		Pattern: req.Pattern, Glob: req.Glob, FilesOnly: req.FilesOnly, MaxResults: req.MaxResults, DenyNames: req.DenyNames,
 	}
 	cl := &call{
 		limit:    max(req.MaxBytes, 0) + 2, // a window returns up to MaxBytes+1

@@ -428,6 +428,8 @@ func fileOp(req backend.FileRequest) (backend.FileResult, error) {
 		return fileRead(req)
 	case backend.FileWrite:
 		return fileWrite(req)
+	case backend.FileSearch:
+		return fileSearch(req)
 	}
 	return backend.FileResult{}, fileErr(backend.FileInvalid, "unknown file operation %q", req.Op)
 }
