@@ -111,6 +111,6 @@ const searchOutput = `{
       }
     },
     "truncated": {"type": "boolean", "description": "More results exist than max_results."},
-    "engine": {"enum": ["rg", "grep", "find"], "description": "The program that searched."}
+    "engine": {"enum": ["rg", "grep", "find", "helper"], "description": "The program that searched (helper: the resident helper's own walk by descriptor, Go regular expressions)."}
   }
 }`
