@@ -99,3 +99,31 @@ func TestIFSFields(t *testing.T) {
 		})
 	}
 }
+
+// TestNestedPOSIXReading checks that code a shell reads later (an alias, eval, sh -c) is
+// judged as dash and busybox read it too when it uses syntax only bash reads.
+func TestNestedPOSIXReading(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		command string
+		want    []string
+	}{
+		{"alias ls='{rm,-rf,/usr/..}'\nls", []string{"rm|-rf|/usr/..", "{rm,-rf,/usr/..}"}},
+		{`sh -c 'rm {a,b}'`, []string{"rm|a|b", "rm|{a,b}"}},
+		{`eval 'cat {x,y}'`, []string{"cat|x|y", "cat|{x,y}"}},
+	} {
+		t.Run(tc.command, func(t *testing.T) {
+			t.Parallel()
+			v := Classify(tc.command)
+			var got []string
+			for _, c := range v.Commands {
+				got = append(got, strings.Join(c.Argv, "|"))
+			}
+			for _, w := range tc.want {
+				if !slices.Contains(got, w) {
+					t.Errorf("commands %q: want %q among them", got, w)
+				}
+			}
+		})
+	}
+}

@@ -138,13 +138,26 @@ func (w *walker) code(src, seg string, in stdin, shared bool) {
 		w.add(codeParseError, seg)
 		return
 	}
+	// Code given to a shell later (an alias, eval, sh -c) is read by dash and busybox too:
+	// when it uses syntax only bash reads, its POSIX reading is judged as well.
+	dialects := !w.posix && bashOnly(f)
 	saved := w.src
 	w.src = src
 	w.depth++
-	if shared {
-		w.stmts(f.Stmts, in)
-	} else {
-		w.child(func() { w.stmts(f.Stmts, in) })
+	walk := func(f *syntax.File) {
+		if shared {
+			w.stmts(f.Stmts, in)
+		} else {
+			w.child(func() { w.stmts(f.Stmts, in) })
+		}
+	}
+	walk(f)
+	if dialects {
+		if pf, err := parsePOSIX(src); err == nil {
+			w.posix = true
+			walk(pf)
+			w.posix = false
+		}
 	}
 	w.depth--
 	w.src = saved
