@@ -68,9 +68,18 @@ func testHardLinkAfterCheck(t *testing.T, h *harness) {
 // swapReads is how many read_file calls race the swapper.
 const swapReads = 300
 
+// swapBurst is how many swaps the swapper makes between its pauses.
+const swapBurst = 50
+
 // testReadSwapRace runs, inside the environment, a process that swaps a file for a symbolic
 // link to a file outside the root and back, as fast as it can, while read_file reads the
 // file swapReads times. No read may return the outside file; some must return the file.
+//
+// The swapper works in bursts of swapBurst swaps at full speed, each followed by a short
+// pause with the real file in place. Every read during a burst is raced as hard as before;
+// the pauses are what let some reads return the file whatever the relative speed of the
+// reader (under -race and load the reader is many times slower than the shell loop, and
+// with no pause every read could land on a swap and be refused, which proves nothing).
 func testReadSwapRace(t *testing.T, h *harness) {
 	h.sh("echo inside > ws/f.txt")
 	swapper := fmt.Sprintf(`cd %s/ws || exit 1
@@ -79,8 +88,9 @@ while [ ! -e .stop ] && [ $i -lt 1000000 ]; do
 	ln -s ../outside/secret.txt l.tmp && mv -f l.tmp f.txt
 	echo inside > f.tmp && mv -f f.tmp f.txt
 	i=$((i + 1))
+	[ $((i %% %d)) -eq 0 ] && sleep 0.02
 done
-echo $i`, h.scratch)
+echo $i`, h.scratch, swapBurst)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	type swapped struct {
