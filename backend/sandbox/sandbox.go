@@ -77,6 +77,12 @@ type generation struct {
 	retired  chan struct{} // closed when a newer generation replaces this one, or on Close
 	start    sync.Once
 	workers  sync.WaitGroup
+
+	// spawnMu orders spawn against retire: no worker is added once the generation is
+	// retired, so workers.Wait never runs beside an Add and the ruleset is closed only after
+	// the last thread restricted by it exists.
+	spawnMu sync.Mutex
+	done    bool
 }
 
 // stamp is what a directory looked like when its entries were granted.
@@ -199,7 +205,10 @@ func (s *Sandbox) current() (*generation, error) {
 
 // retire ends the generation's waiting threads and, once the last is gone, its ruleset.
 func (g *generation) retire() {
+	g.spawnMu.Lock()
+	g.done = true
 	close(g.retired)
+	g.spawnMu.Unlock()
 	go func() {
 		g.workers.Wait()
 		_ = syscall.Close(g.fd)
@@ -345,8 +354,14 @@ func (s *Sandbox) Do(fn func() error) error {
 	}
 }
 
-// spawn starts a worker of this generation.
+// spawn starts a worker of this generation, unless it is retired (Do then moves on to the
+// current one).
 func (g *generation) spawn() {
+	g.spawnMu.Lock()
+	defer g.spawnMu.Unlock()
+	if g.done {
+		return
+	}
 	g.workers.Add(1)
 	go g.worker()
 }

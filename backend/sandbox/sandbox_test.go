@@ -233,3 +233,40 @@ func TestReplacedGrantedFileStaysReadable(t *testing.T) {
 		t.Fatalf("the protected file became readable after planning again: %q", out)
 	}
 }
+
+// TestRegenerationUnderConcurrentCommands: commands keep starting while a stamped directory
+// keeps changing, so generations are retired while other commands are joining them. Under
+// the race detector this caught a worker added to a generation whose retirement was already
+// waiting for its last worker (and would have closed the ruleset under it).
+func TestRegenerationUnderConcurrentCommands(t *testing.T) {
+	f := newFixture(t, sandbox.Network{})
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		go func() {
+			for i := 0; i < 15; i++ {
+				// A command that starts while the file is being replaced may still hold the
+				// old grant (the next one is planned again); what must never fail is the
+				// sandbox itself: restricting a thread, or running at all.
+				if out, err := f.sh(t, "true"); err != nil {
+					errs <- fmt.Errorf("command %d: %v: %s", i, err, out)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	tmp := filepath.Join(f.ws, "sub", ".ok.tmp")
+	for i := 0; i < 30; i++ {
+		if err := os.WriteFile(tmp, []byte("content\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(f.ws, "sub", "ok.txt")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for w := 0; w < 4; w++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
