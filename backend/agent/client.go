@@ -262,20 +262,8 @@ func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) 
 		// Every live frame came before the exit: all of it is written before Exec returns.
 		defer cl.live.finish()
 	}
-	c.mu.Lock()
-	c.nextID++
-	if c.nextID == 0 {
-		c.nextID++
-	}
-	id := c.nextID
-	c.pending[id] = cl
-	c.mu.Unlock()
-	defer func() {
-		close(cl.finished)
-		c.mu.Lock()
-		delete(c.pending, id)
-		c.mu.Unlock()
-	}()
+	id, release := c.register(cl)
+	defer release()
 
 	start := time.Now()
 	if err := c.send(frameStart, id, mustJSON(m)); err != nil {
@@ -412,5 +400,24 @@ func (c *Client) waitCredit(cl *call, want int) (int, bool) {
 		case <-c.done:
 			return 0, false
 		}
+	}
+}
+
+// register gives cl the next call id (never 0) and records it as pending; release ends the
+// call and forgets it. Exec and FileOp share it.
+func (c *Client) register(cl *call) (id uint32, release func()) {
+	c.mu.Lock()
+	c.nextID++
+	if c.nextID == 0 {
+		c.nextID++
+	}
+	id = c.nextID
+	c.pending[id] = cl
+	c.mu.Unlock()
+	return id, func() {
+		close(cl.finished)
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
 	}
 }

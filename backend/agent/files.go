@@ -172,20 +172,8 @@ func (c *Client) FileOp(ctx context.Context, req backend.FileRequest) (backend.F
 		fileDone: make(chan fileDoneMsg, 1),
 		finished: make(chan struct{}),
 	}
-	c.mu.Lock()
-	c.nextID++
-	if c.nextID == 0 {
-		c.nextID++
-	}
-	id := c.nextID
-	c.pending[id] = cl
-	c.mu.Unlock()
-	defer func() {
-		close(cl.finished)
-		c.mu.Lock()
-		delete(c.pending, id)
-		c.mu.Unlock()
-	}()
+	id, release := c.register(cl)
+	defer release()
 	if err := c.send(frameFile, id, mustJSON(m)); err != nil {
 		c.fail(fmt.Errorf("send: %w", err))
 		return backend.FileResult{}, fmt.Errorf("%w: agent: send file request: %w", backend.ErrUnavailable, err)
