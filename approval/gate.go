@@ -211,9 +211,12 @@ func (g *Gate) Decide(ctx context.Context, r Request) (Decision, error) {
 }
 
 // contextFor is the classifier's context for one request: the gate's, with the session's
-// own scratch directories and $TMPDIR added.
+// own scratch directories and $TMPDIR added, and whether anything confines the command.
 func (g *Gate) contextFor(r Request) shellrisk.Context {
 	cx := g.shell
+	// Where nothing confines the command, a program the repository's configuration names
+	// would run as the user: the classifier judges git commands that may run one as exec.
+	cx.Unconfined = !r.Enforced
 	if len(r.Scratch) > 0 {
 		cx.Scratch = append(slices.Clone(cx.Scratch), r.Scratch...)
 	}

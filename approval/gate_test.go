@@ -91,6 +91,11 @@ func TestGateModes(t *testing.T) {
 		{"manual allow_write", writeOK, nil, Request{Command: "touch x", Enforced: true}, true, CodeWriteAllowed, "allow_write"},
 		{"allow_write needs enforcement", writeOK, nil, Request{Command: "touch x"}, false, CodeApprovalRequired, "mode:manual"},
 		{"unenforced still runs safe", writeOK, nil, Request{Command: "ls"}, true, CodeSafeCommand, "risk:safe"},
+		// A git driver an attribute selects would run as the user where nothing confines it.
+		{"unenforced git diff asks", writeOK, nil, Request{Command: "git diff"}, false, CodeApprovalRequired, "mode:manual"},
+		{"unenforced git status asks", writeOK, nil, Request{Command: "git status"}, false, CodeApprovalRequired, "mode:manual"},
+		{"unenforced git log runs", writeOK, nil, Request{Command: "git log --oneline"}, true, CodeSafeCommand, "risk:safe"},
+		{"enforced git diff runs", manual(), nil, Request{Command: "git diff", Enforced: true}, true, CodeSafeCommand, "risk:safe"},
 		{"manual no approver", manual(), nil, Request{Command: "make"}, false, CodeApprovalRequired, "mode:manual"},
 		{"manual approver unavailable", manual(), &fakeApprover{err: ErrNoApprover}, Request{Command: "make"}, false, CodeApprovalRequired, "mode:manual"},
 		{"manual approver fails", manual(), &fakeApprover{err: errors.New("boom")}, Request{Command: "make"}, false, CodeApprovalRequired, "mode:manual"},

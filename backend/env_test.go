@@ -11,7 +11,7 @@ import (
 func withoutGit(env []string) []string {
 	out := []string{}
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, "GIT_CONFIG_") && !strings.HasPrefix(kv, "GIT_ATTR_SOURCE=") {
+		if !strings.HasPrefix(kv, "GIT_CONFIG_") && !strings.HasPrefix(kv, "GIT_ATTR_SOURCE=") && !strings.HasPrefix(kv, "GIT_PAGER=") {
 			out = append(out, kv)
 		}
 	}
@@ -42,6 +42,12 @@ func TestGitOverridesCannotBeUndone(t *testing.T) {
 	}
 	if _, ok := keys["core.pager"]; ok {
 		t.Fatalf("an allowed key was overridden: %v", keys)
+	}
+	if _, ok := vars["GIT_PAGER"]; ok {
+		t.Fatalf("core.pager is allowed, yet GIT_PAGER is forced: %q", env)
+	}
+	if vars := (EnvPolicy{}).Build([]string{"GIT_PAGER=/evil"}, map[string]string{"GIT_PAGER": "/evil"}); !slices.Contains(vars, "GIT_PAGER=cat") {
+		t.Fatalf("GIT_PAGER from the host or a request survived: %q", vars)
 	}
 	if vars["GIT_CONFIG_COUNT"] != itoa(len(GitOverrides)-1) {
 		t.Fatalf("count %q for %d keys", vars["GIT_CONFIG_COUNT"], len(keys))

@@ -18,9 +18,12 @@ import (
 // the empty tree makes git ignore the working tree's .gitattributes, and core.attributesFile
 // points at /dev/null (GIT_ATTR_SOURCE needs git 2.40; older git still reads the working
 // tree's attributes). What remains: a driver named in $GIT_DIR/info/attributes, and
-// diff.external, which no value switches off (an empty one makes every `git diff` fail), so
-// it is left as the repository sets it. Where the kernel sandbox is on, such a program runs
-// inside it like any other command; the file tools refuse writes to .git/config.
+// diff.external, which no value switches off (an empty one, or an empty GIT_EXTERNAL_DIFF,
+// makes every `git diff` fail), so it is left as the repository sets it. Where the kernel
+// sandbox or a container confines commands, such a program runs inside it like any other
+// command; where nothing does, the classifier judges every git command that may run one
+// (diff, status, show, blame, log -p, …) as repo_program, which asks a person. Pagers have
+// an environment switch that beats every pager.<command> key: GIT_PAGER=cat.
 var GitOverrides = []struct{ Key, Value string }{
 	{"core.fsmonitor", "false"},
 	{"core.hooksPath", "/dev/null"},
@@ -69,6 +72,10 @@ func gitEnv(allow []string) map[string]string {
 		n++
 	}
 	out["GIT_CONFIG_COUNT"] = fmt.Sprint(n)
+	if !allowed(allow, "core.pager") {
+		// GIT_PAGER outranks core.pager and every pager.<command>, whatever their names.
+		out["GIT_PAGER"] = "cat"
+	}
 	return out
 }
 

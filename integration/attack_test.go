@@ -264,6 +264,89 @@ func TestAttackGitConfig(t *testing.T) {
 	b.checkOutside()
 }
 
+// gitDriverRepo is the set-up of the git driver attack: a `.git` file points at a gitdir the
+// agent wrote, whose config defines textconv, filter and external diff drivers that the
+// working tree's .gitattributes selects for every path. Git cannot switch such drivers off
+// by name (GIT_ATTR_SOURCE, which would hide the attributes, needs git 2.40). Each driver
+// leaves a marker in the workspace and tries to write outside it.
+func gitDriverRepo(ws, outside string) string {
+	evil := "#!/bin/sh\necho ran >> " + ws + "/driver-ran; echo pwned > " + outside + "/git-driver-marker; cat \"$1\" 2>/dev/null || cat\n"
+	return "mkdir -p " + ws + "/drv " + ws + "/dgd && cd " + ws + "/dgd && git init -q --bare . && cd " + ws + "/drv && printf 'gitdir: ../dgd\\n' > .git" +
+		" && git config core.bare false && git config core.worktree " + ws + "/drv && git config user.email a@b && git config user.name a" +
+		" && printf '" + evil + "' > " + ws + "/evil && chmod +x " + ws + "/evil && echo a > f && git add f && git commit -qm x" +
+		" && git config diff.evil.textconv " + ws + "/evil && git config filter.evil.clean " + ws + "/evil && git config diff.evil.command " + ws + "/evil" +
+		" && printf '* diff=evil filter=evil\\n' > .gitattributes && echo b > f && touch -d '2001-01-01' f"
+}
+
+// TestAttackGitDriver: with the sandbox on (auto mode, so the classifier cannot help), the
+// drivers of gitDriverRepo run when `git diff` and `git status` do — but inside the sandbox,
+// so nothing outside the roots changes.
+func TestAttackGitDriver(t *testing.T) {
+	t.Parallel()
+	requireLandlockIT(t)
+	b := newLocalBed(t, "auto")
+	ws := b.ws + "/work"
+	rs := b.calls(gitDriverRepo(ws, b.outside), "cd "+ws+"/drv && git status; git diff; git log -p | head -3; true")
+	for _, r := range rs {
+		if r.Status != "ok" {
+			t.Fatalf("%s: %+v", r.CallID, r)
+		}
+	}
+	b.checkOutside()
+	if _, err := os.Stat(filepath.Join(b.outside, "git-driver-marker")); err == nil {
+		t.Errorf("a repository-configured git driver wrote outside the roots")
+	}
+	// On a git that reads the working tree's attributes (before 2.40) the drivers did run:
+	// what held them was the sandbox.
+	if _, err := os.Stat(filepath.Join(ws, "driver-ran")); err == nil {
+		t.Logf("the drivers ran, inside the sandbox")
+	} else {
+		t.Logf("the drivers did not run (git ignores the working tree's attributes)")
+	}
+}
+
+// TestGitDriversUnconfined: where nothing confines commands (no Landlock), the same drivers
+// would run as the user, so every git command that may run one asks a person — refused
+// here, where nobody can answer — even with allow_write; git commands that cannot run one
+// still run unasked.
+func TestGitDriversUnconfined(t *testing.T) {
+	t.Parallel()
+	b := newLocalBed(t, "auto")
+	ws := b.ws + "/work"
+	if rs := b.calls(gitDriverRepo(ws, b.outside)); rs[0].Status != "ok" {
+		t.Fatalf("set-up: %+v", rs[0])
+	}
+	_ = os.Remove(filepath.Join(ws, "driver-ran"))
+	writeConfig(t, b.ws, "[environment.local]\nsandbox = \"auto\"\n[approvals]\nmode = \"manual\"\nallow_write = true\n")
+	env := append(b.env, "AIRLOCK_TEST_LANDLOCK_ABI=0")
+	cmds := []string{"cd work/drv && git diff", "cd work/drv && git status", "cd work/drv && git show HEAD", "cd work/drv && git log -p", "cd work/drv && git log --oneline"}
+	var arr []map[string]any
+	for i, c := range cmds {
+		arr = append(arr, map[string]any{"name": "terminal", "call_id": fmt.Sprintf("g%d", i), "arguments": map[string]any{"command": c}})
+	}
+	in, _ := json.Marshal(arr)
+	out, errOut, code := run(t, b.dir, string(in), env, "call")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rs []result
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs[:4] {
+		if r.Status != "denied" || r.ErrorCode != "approval_required" || !strings.Contains(r.Content, "repo_program") {
+			t.Errorf("%s ran unasked with nothing confining it: %+v", r.CallID, r)
+		}
+	}
+	if rs[4].Status != "ok" || !strings.Contains(rs[4].Content, "x") {
+		t.Errorf("git log --oneline: %+v", rs[4])
+	}
+	if _, err := os.Stat(filepath.Join(ws, "driver-ran")); err == nil {
+		t.Errorf("a repository-configured git driver ran")
+	}
+	b.checkOutside()
+}
+
 // TestSandboxUnavailable: with the probe reporting no Landlock, sandbox = "landlock" refuses
 // to run and says why and how to choose; sandbox = "auto" runs without enforcement, says so,
 // and then a write command asks a person (refused when nobody can answer) even with

@@ -290,6 +290,9 @@ func (w *walker) programHere(p *program, args []arg, in stdin, seg string, moved
 		return
 	}
 	w.add(reason, seg)
+	if p.repoPrograms {
+		w.add(codeRepoProgram, seg)
+	}
 	w.workdirEffect(reason, moved, seg)
 	saved, before := w.fetching, len(w.fetched)
 	w.fetching, w.fetchWrote = w.rules.reasons[reason].risk == RiskNetwork, false

@@ -10,7 +10,7 @@ var codesUsedByGo = []string{
 	codeEnvHijack, codeTooComplex, codeExfiltration, codeHostMount, codeInteractive,
 	codeRecursiveModifySystem, codeRawSocket, codeSymlinkOutside, codeAirlockState, codeVCSConfigWrite,
 	codeWritesFiles, codeInternalError, codeSignalsOther, codeDeletesFiles, codeIrreversibleLoss, codeDeviceRead, codeDownloadAndRun, codeHostNotAllowed, codeWriteOutsideRoots,
-	codeInternalAddress,
+	codeInternalAddress, codeRepoProgram,
 }
 
 const (
@@ -52,4 +52,5 @@ const (
 	codeHostNotAllowed           = "host_not_allowed"
 	codeWriteOutsideRoots        = "write_outside_roots"
 	codeInternalAddress          = "internal_address"
+	codeRepoProgram              = "repo_program"
 )

@@ -188,6 +188,7 @@ func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error
 		uploadFlags:    set(pr.UploadFlags),
 		definesRemote:  pr.DefinesRemote,
 		pushes:         pr.Pushes,
+		repoPrograms:   pr.RepoPrograms,
 	}
 	if pr.Signals != "" && pr.Signals != signalsPids && pr.Signals != signalsNames {
 		return nil, fmt.Errorf("rules: %s.signals: unknown kind %q", field, pr.Signals)
@@ -244,7 +245,10 @@ func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error
 				// Harmless unless / is an operand too, which is judged on its own.
 				continue
 			}
-			if r := rs.reasons[code].risk; r > RiskSafe && (p.worstFlag == "" || r > rs.reasons[p.worstFlag].risk) {
+			// repo_program is given only where commands are unconfined: an option that
+			// always runs code is worse at the same risk.
+			r, worst := rs.reasons[code].risk, rs.reasons[p.worstFlag].risk
+			if r > RiskSafe && (p.worstFlag == "" || r > worst || r == worst && p.worstFlag == codeRepoProgram) {
 				p.worstFlag = code
 			}
 		}

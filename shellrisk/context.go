@@ -44,6 +44,13 @@ type Context struct {
 	// and /var/tmp is shared with every other project on the machine and is outside the
 	// workspace like any other path.
 	Scratch []string
+	// Unconfined says nothing but this reading stands between a command and the machine:
+	// no kernel sandbox, no container. A program the repository's own configuration names
+	// for its paths (a git textconv, filter or merge driver an attribute selects) would then
+	// run as the user, and git cannot switch those off by name, so a git command that may
+	// run one is repo_program (exec). Where commands are confined the driver runs inside
+	// the sandbox like any other command, and the reason is not given.
+	Unconfined bool
 	// TMPDIR, when set, is the value commands get in $TMPDIR (the session's temp dir, one
 	// of Scratch): a literal $TMPDIR or ${TMPDIR} in a command is that directory until the
 	// command assigns or unsets it. Empty means $TMPDIR is only known at run time.

@@ -109,3 +109,63 @@ func TestScratch(t *testing.T) {
 		})
 	}
 }
+
+// TestUnconfinedRepoPrograms checks the git commands that may run a program the
+// repository's configuration names for its paths (issue 10: a textconv or filter driver an
+// attribute selects, which git cannot switch off by name). Where nothing confines commands
+// they run code; where a sandbox or container does, they stay read-only.
+func TestUnconfinedRepoPrograms(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		command string
+		repo    bool // may run a repository-configured program
+	}{
+		{"git status", true},
+		{"git status --short", true},
+		{"git diff", true},
+		{"git diff --cached --no-textconv --no-ext-diff", true}, // filters still run on the worktree side
+		{"git -C sub diff HEAD~1", true},
+		{"git show HEAD", true},
+		{"git log -p", true},
+		{"git log --stat -3", true},
+		{"git log -S needle", true},
+		{"git log -Gpattern", true},
+		{"git whatchanged -p", true},
+		{"git blame main.go", true},
+		{"git annotate main.go", true},
+		{"git stash show -p", true},
+		{"git range-diff a...b", true},
+		{"git describe --dirty", true},
+		{"git log --oneline -5", false},
+		{"git log --format=%H", false},
+		{"git rev-parse HEAD", false},
+		{"git branch", false},
+		{"git ls-files", false},
+		{"git describe --tags", false},
+		{"git stash list", false},
+		{"git remote -v", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.command, func(t *testing.T) {
+			t.Parallel()
+			confined := ClassifyIn(Context{}, tc.command)
+			if confined.Risk != RiskSafe {
+				t.Fatalf("confined %q: %s %v, want safe", tc.command, confined.Risk, confined.Codes())
+			}
+			v := ClassifyIn(Context{Unconfined: true}, tc.command)
+			switch {
+			case tc.repo && (v.Risk != RiskExec || !slices.Contains(v.Codes(), "repo_program")):
+				t.Fatalf("unconfined %q: %s %v, want exec with repo_program", tc.command, v.Risk, v.Codes())
+			case !tc.repo && v.Risk != RiskSafe:
+				t.Fatalf("unconfined %q: %s %v, want safe", tc.command, v.Risk, v.Codes())
+			}
+		})
+	}
+	// A value only known at run time may be one of log's diff options.
+	if v := ClassifyIn(Context{Unconfined: true}, "git describe $(cat opts)"); v.Risk != RiskExec {
+		t.Fatalf("unconfined git describe with an unknown option: %s %v, want exec", v.Risk, v.Codes())
+	}
+	if v := ClassifyIn(Context{}, "git describe $(cat opts)"); v.Risk != RiskSafe {
+		t.Fatalf("confined git describe with an unknown option: %s %v, want safe", v.Risk, v.Codes())
+	}
+}

@@ -97,6 +97,9 @@ type ProgramRule struct {
 	UploadFlags []string `toml:"upload_flags" json:"upload_flags,omitempty"`
 	// DefinesRemote: the first operand becomes a name for the second (git remote add).
 	DefinesRemote bool `toml:"defines_remote" json:"defines_remote,omitempty"`
+	// RepoPrograms: the program may run what the repository's configuration names for its
+	// paths (git diff runs a textconv driver an attribute selects); see reason repo_program.
+	RepoPrograms bool `toml:"repo_programs" json:"repo_programs,omitempty"`
 	// Pushes: the first operand is where the program sends the repository (git push).
 	Pushes bool `toml:"pushes" json:"pushes,omitempty"`
 	// CallbackArgs: code from a code flag is called with this many more words (mapfile -C
@@ -339,6 +342,7 @@ type program struct {
 	uploadFlags    map[string]bool
 	definesRemote  bool
 	pushes         bool
+	repoPrograms   bool
 	// worstFlag is the reason of the most dangerous thing one of the program's options can
 	// do: what an argument that may turn out to be an option is judged as.
 	worstFlag string

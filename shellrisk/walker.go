@@ -81,6 +81,9 @@ func (w *walker) add(code, seg string) {
 	if code == "" {
 		return
 	}
+	if code == codeRepoProgram && !w.cx.Unconfined {
+		return
+	}
 	info, ok := w.rules.reasons[code]
 	if !ok {
 		info = reasonInfo{risk: RiskDangerous}

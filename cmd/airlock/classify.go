@@ -24,6 +24,7 @@ func runClassify(args []string, s stdio) int {
 	fs := newFlagSet("classify", "", s)
 	asJSON := fs.Bool("json", false, "print the verdict as a JSON object")
 	asJSONL := fs.Bool("jsonl", false, "read one JSON-encoded command string per input line and print one JSON verdict per line")
+	unconfined := fs.Bool("unconfined", false, "judge as the gate does where nothing confines commands (no kernel sandbox, no container)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: airlock classify [--json] -- 'COMMAND'")
 		fmt.Fprintln(fs.Output(), "       airlock classify --jsonl < commands.jsonl")
@@ -39,7 +40,7 @@ func runClassify(args []string, s stdio) int {
 			fmt.Fprintln(s.err, "airlock classify: --jsonl reads commands from standard input, not arguments")
 			return 2
 		}
-		if err := classifyLines(s.in, s.out); err != nil {
+		if err := classifyLines(shellrisk.Context{Unconfined: *unconfined}, s.in, s.out); err != nil {
 			fmt.Fprintf(s.err, "airlock classify: %v\n", err)
 			return 1
 		}
@@ -49,7 +50,7 @@ func runClassify(args []string, s stdio) int {
 		fs.Usage()
 		return 2
 	}
-	v := shellrisk.Classify(strings.Join(fs.Args(), " "))
+	v := shellrisk.ClassifyIn(shellrisk.Context{Unconfined: *unconfined}, strings.Join(fs.Args(), " "))
 	if *asJSON {
 		enc := json.NewEncoder(s.out)
 		enc.SetEscapeHTML(false)
@@ -88,7 +89,7 @@ type lineError struct {
 }
 
 // classifyLines answers each input line with one output line, in order.
-func classifyLines(in io.Reader, out io.Writer) error {
+func classifyLines(cx shellrisk.Context, in io.Reader, out io.Writer) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	enc := json.NewEncoder(out)
@@ -99,7 +100,7 @@ func classifyLines(in io.Reader, out io.Writer) error {
 		if err := json.Unmarshal(sc.Bytes(), &cmd); err != nil {
 			rec = lineError{Error: fmt.Sprintf("line is not a JSON string: %v", err), Line: n}
 		} else {
-			rec = shellrisk.Classify(cmd)
+			rec = shellrisk.ClassifyIn(cx, cmd)
 		}
 		if err := enc.Encode(rec); err != nil {
 			return fmt.Errorf("write verdict: %w", err)

@@ -27,6 +27,8 @@ func TestClassifyCommand(t *testing.T) {
 		{"human", []string{"classify", "--", "rm -rf /"}, 0, []string{"dangerous (hard deny)", "recursive_delete_root"}},
 		{"safe", []string{"classify", "--", "ls", "-la"}, 0, []string{"safe"}},
 		{"json", []string{"classify", "--json", "--", `git commit -m "rm -rf /"`}, 0, []string{`"risk":"write"`, `"command":"git commit -m \"rm -rf /\""`}},
+		{"confined git diff", []string{"classify", "--", "git diff"}, 0, []string{"safe"}},
+		{"unconfined git diff", []string{"classify", "--unconfined", "--", "git diff"}, 0, []string{"exec", "repo_program"}},
 		{"help", []string{"classify", "--help"}, 0, nil},
 		{"no command", []string{"classify"}, 2, nil},
 	}
