@@ -40,6 +40,10 @@ type Spec struct {
 	// Started, when set, is called once the process runs (the caller may close its copy of
 	// a stdin pipe or start feeding it).
 	Started func()
+	// Track, when set, is called with the leader's PID (the group's ID) once it runs; the
+	// function it returns is called after the leader exited and before it is reaped, so
+	// that for as long as the PID is tracked it names this command and no other process.
+	Track func(pid int) (untrack func())
 	// Isolate, when set, adds to the process's attributes (namespaces to clone); Setpgid
 	// stays on.
 	Isolate func(*syscall.SysProcAttr)
@@ -102,6 +106,10 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	leaders[cmd.Process.Pid] = true
 	leadersMu.Unlock()
 	closeAll(outW, errW) // the child holds its own copies
+	untrack := func() {}
+	if s.Track != nil {
+		untrack = s.Track(cmd.Process.Pid)
+	}
 	if s.Started != nil {
 		s.Started()
 	}
@@ -139,6 +147,7 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	// group ID, cannot be given to another process, so every signal below reaches this
 	// command's group and nobody else's.
 	waitExit(pgid)
+	untrack()
 	close(done)
 	killed.Wait()
 	// Whatever the command left running in its group dies with it.
