@@ -1,0 +1,169 @@
+package sockowner
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// The test binary plays the commands: with SOCKOWNER_DIAL set it connects there (itself,
+// or through a child of its own when SOCKOWNER_DEPTH > 0), writes one line and holds the
+// connection until its stdin closes. No shell is involved.
+func TestMain(m *testing.M) {
+	if addr := os.Getenv("SOCKOWNER_DIAL"); addr != "" {
+		depth, _ := strconv.Atoi(os.Getenv("SOCKOWNER_DEPTH"))
+		if depth > 0 {
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), "SOCKOWNER_DEPTH="+strconv.Itoa(depth-1))
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+			_ = cmd.Run()
+			os.Exit(0)
+		}
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			os.Exit(3)
+		}
+		c.Write([]byte(os.Getenv("SOCKOWNER_NAME") + "\n"))
+		bufio.NewReader(os.Stdin).ReadString('\n')
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+type client struct {
+	cmd  *exec.Cmd
+	conn net.Conn
+}
+
+// start runs a client named name at depth below the leader, and accepts its connection.
+func start(t testing.TB, ln net.Listener, name string, depth int) client {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "SOCKOWNER_DIAL="+ln.Addr().String(), "SOCKOWNER_NAME="+name, "SOCKOWNER_DEPTH="+strconv.Itoa(depth))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	_ = ln.(*net.TCPListener).SetDeadline(time.Now().Add(20 * time.Second))
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || line != name+"\n" {
+		t.Fatalf("client %s said %q, %v", name, line, err)
+	}
+	return client{cmd: cmd, conn: c}
+}
+
+func addrs(t testing.TB, c net.Conn) (client, server netip.AddrPort) {
+	t.Helper()
+	return c.RemoteAddr().(*net.TCPAddr).AddrPort(), c.LocalAddr().(*net.TCPAddr).AddrPort()
+}
+
+func TestOwner(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tab := New()
+	a := start(t, ln, "a", 0)
+	b := start(t, ln, "b", 2) // the socket is held by a grandchild of the leader
+	removeA := tab.Add(a.cmd.Process.Pid, "call-a")
+	defer removeA()
+	defer tab.Add(b.cmd.Process.Pid, "call-b")()
+
+	for _, tc := range []struct {
+		name string
+		c    client
+		want string
+	}{{"leader", a, "call-a"}, {"grandchild", b, "call-b"}} {
+		cl, sv := addrs(t, tc.c.conn)
+		got, err := tab.Owner(cl, sv)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: Owner = %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+
+	// A connection of a process no listed command leads: not attributed, not guessed.
+	mine, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mine.Close()
+	acc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acc.Close()
+	cl, sv := addrs(t, acc)
+	if got, err := tab.Owner(cl, sv); !errors.Is(err, ErrUnattributed) {
+		t.Errorf("own connection: Owner = %q, %v; want unattributed", got, err)
+	}
+
+	// Once the call is removed, its socket names nobody.
+	removeA()
+	cl, sv = addrs(t, a.conn)
+	if got, err := tab.Owner(cl, sv); !errors.Is(err, ErrUnattributed) {
+		t.Errorf("removed call: Owner = %q, %v; want unattributed", got, err)
+	}
+
+	// A socket the client closed is gone from the table.
+	cl, sv = addrs(t, b.conn)
+	b.cmd.Process.Kill()
+	b.cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := tab.Owner(cl, sv)
+		if errors.Is(err, ErrUnattributed) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("closed socket still attributed: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestProcAddr(t *testing.T) {
+	// As /proc/net/tcp spells 127.0.0.1:44119 on a little-endian machine.
+	got := string(procAddr(netip.MustParseAddrPort("127.0.0.1:44119")))
+	if want := "0100007F:AC57"; got != want && binary.NativeEndian.Uint16([]byte{1, 0}) == 1 {
+		t.Errorf("procAddr = %s, want %s", got, want)
+	}
+}
+
+// BenchmarkOwner is the lookup a refused request pays: one socket table read and the
+// listed commands' processes, here two calls, one of them three processes deep.
+func BenchmarkOwner(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	tab := New()
+	a := start(b, ln, "a", 0)
+	c := start(b, ln, "c", 2)
+	defer tab.Add(a.cmd.Process.Pid, "call-a")()
+	defer tab.Add(c.cmd.Process.Pid, "call-c")()
+	cl, sv := addrs(b, c.conn)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if got, err := tab.Owner(cl, sv); err != nil || got != "call-c" {
+			b.Fatal(got, err)
+		}
+	}
+}
