@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"net"
 	"net/netip"
 
 	"github.com/hashicorp/go-hclog"
@@ -62,4 +63,17 @@ type Egress struct {
 	// ForCall, when set, returns a proxy URL that names callID, valid until release: each
 	// command gets it, so that a refusal names its call.
 	ForCall func(callID string) (proxyURL string, release func())
+	// Attribute, when set, makes refusals of requests that arrive at URL name the call owner
+	// finds behind each connection (the local backend, whose commands may reach one fixed
+	// port only, tells calls apart by which command holds the socket).
+	Attribute func(owner ConnOwner)
+	// Serve, when set, answers on ln — a listener the backend made, such as a port an SSH
+	// server forwards back — naming the call of each refused request with owner, until
+	// release.
+	Serve func(ln net.Listener, owner ConnOwner) (release func())
 }
+
+// ConnOwner names the call whose command holds the client end of a TCP connection to the
+// egress proxy: client and server are the connection as the command sees it. An error says
+// why it cannot be told; the refusal is then recorded for the session, unattributed.
+type ConnOwner func(client, server netip.AddrPort) (callID string, err error)

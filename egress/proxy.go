@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +32,16 @@ type Denial struct {
 	Reason    urlguard.Reason
 	Detail    string
 	Method    string // CONNECT, GET, …
+	// Unattributed says why CallID is empty: the refusal belongs to the session, and no
+	// call is guessed.
+	Unattributed string
 }
+
+// Owner names the call whose command holds the client end of a connection: client and
+// server are the connection as the command sees it (the accepted connection's remote and
+// local addresses). An error says why it cannot be told; the refusal is then recorded for
+// the session as unattributed.
+type Owner func(client, server netip.AddrPort) (callID string, err error)
 
 // Stats are the proxy's counters since it started.
 type Stats struct {
@@ -72,6 +82,8 @@ type Proxy struct {
 
 	srv   *http.Server
 	relay *httputil.ReverseProxy
+
+	owner atomic.Pointer[Owner] // for connections to the listener given to Serve
 
 	tokensMu sync.Mutex
 	tokens   map[string]string // token → call id
@@ -119,8 +131,33 @@ func New(g *urlguard.Guard, opts ...Option) (*Proxy, error) {
 			http.Error(w, "egress: upstream failed: "+err.Error(), http.StatusBadGateway)
 		},
 	}
-	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ConnState: p.track}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ConnState: p.track,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if o := p.owner.Load(); o != nil {
+				return context.WithValue(ctx, connKey{}, connInfo{owner: *o, conn: c})
+			}
+			return ctx
+		}}
 	return p, nil
+}
+
+// SetOwner makes refusals of requests that arrive on the listener given to Serve name the
+// call that owner finds behind each connection (on the local backend: the command whose
+// process holds the client socket; see package sockowner).
+func (p *Proxy) SetOwner(owner Owner) {
+	if owner == nil {
+		p.owner.Store(nil)
+		return
+	}
+	p.owner.Store(&owner)
+}
+
+type connKey struct{}
+
+// connInfo is how to name the call behind one accepted connection.
+type connInfo struct {
+	owner Owner
+	conn  net.Conn
 }
 
 // Serve answers on ln until Close.
@@ -179,22 +216,72 @@ type callKey struct{}
 // (Airlock never passes URL credentials to commands). Give the call's commands ln's address
 // as their proxy. release closes ln and cuts what it carries.
 func (p *Proxy) ServeCall(ln net.Listener, callID string) (release func()) {
+	return p.serveOn(ln, func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, callKey{}, callID)
+	})
+}
+
+// ServeOwned answers on ln — a listener the backend made, such as a port an SSH server
+// forwards back — until release, naming the call of each refused request with owner.
+func (p *Proxy) ServeOwned(ln net.Listener, owner Owner) (release func()) {
+	return p.serveOn(ln, func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, connInfo{owner: owner, conn: c})
+	})
+}
+
+func (p *Proxy) serveOn(ln net.Listener, connCtx func(context.Context, net.Conn) context.Context) (release func()) {
 	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, callID)))
-		}),
+		Handler:           p,
 		ReadHeaderTimeout: 30 * time.Second,
 		ConnState:         p.track,
+		ConnContext:       connCtx,
 	}
 	go func() { _ = srv.Serve(ln) }()
 	var once sync.Once
 	return func() { once.Do(func() { _ = srv.Close() }) }
 }
 
-func (p *Proxy) callOf(r *http.Request) string {
+// callOf names the call a request belongs to, or says why it cannot.
+func (p *Proxy) callOf(r *http.Request) (callID, unattributed string) {
 	if id, ok := r.Context().Value(callKey{}).(string); ok {
-		return id
+		return id, ""
 	}
+	if ci, ok := r.Context().Value(connKey{}).(connInfo); ok {
+		client, cok := addrPort(ci.conn.RemoteAddr())
+		server, sok := addrPort(ci.conn.LocalAddr())
+		if !cok || !sok {
+			return "", fmt.Sprintf("the connection's addresses (%v, %v) are not TCP", ci.conn.RemoteAddr(), ci.conn.LocalAddr())
+		}
+		id, err := ci.owner(client, server)
+		if err != nil {
+			return "", err.Error()
+		}
+		if id == "" {
+			return "", "the command that made the connection runs for no call"
+		}
+		return id, ""
+	}
+	if id := p.tokenCall(r); id != "" {
+		return id, ""
+	}
+	return "", "the proxy port is shared by the session's calls"
+}
+
+// addrPort reads a TCP address, also from a net.Addr that only has the TCP address's
+// String form (an SSH forwarded connection's).
+func addrPort(a net.Addr) (netip.AddrPort, bool) {
+	if a == nil {
+		return netip.AddrPort{}, false
+	}
+	if t, ok := a.(*net.TCPAddr); ok {
+		ap := t.AddrPort()
+		return ap, ap.IsValid()
+	}
+	ap, err := netip.ParseAddrPort(a.String())
+	return ap, err == nil
+}
+
+func (p *Proxy) tokenCall(r *http.Request) string {
 	auth := r.Header.Get("Proxy-Authorization")
 	enc, ok := strings.CutPrefix(auth, "Basic ")
 	if !ok {
@@ -349,10 +436,14 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, d urlguard.Decisi
 		}
 		host, port = splitHostPortDefault(h, 80)
 	}
-	call := p.callOf(r)
-	p.log.Info("request refused", "method", r.Method, "host", host, "port", port, "reason", string(d.Reason), "call_id", call)
+	call, unattributed := p.callOf(r)
+	if call != "" {
+		p.log.Info("request refused", "method", r.Method, "host", host, "port", port, "reason", string(d.Reason), "call_id", call)
+	} else {
+		p.log.Info("request refused", "method", r.Method, "host", host, "port", port, "reason", string(d.Reason), "unattributed", unattributed)
+	}
 	if p.onDenied != nil {
-		p.onDenied(Denial{CallID: call, SessionID: p.session, Host: host, Port: port, Reason: d.Reason, Detail: d.Detail, Method: r.Method})
+		p.onDenied(Denial{CallID: call, SessionID: p.session, Host: host, Port: port, Reason: d.Reason, Detail: d.Detail, Method: r.Method, Unattributed: unattributed})
 	}
 	w.Header().Set("X-Airlock-Reason", string(d.Reason))
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

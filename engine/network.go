@@ -17,9 +17,11 @@ import (
 )
 
 // egressProxy starts one proxy per environment, on the address given. Refusals go to the
-// receipt ledger as network_denied events under the session and, when the command sent the
-// per-call credentials its proxy URL carries, under its call (a second handle on the ledger
-// file: appends are locked, so handles and processes share it safely).
+// receipt ledger as network_denied events under the session and under the call the backend
+// names — by the port the call was given (ForCall: Docker), or by which command holds the
+// connection (Attribute, Serve: local, SSH); one it cannot name is marked unattributed, never
+// guessed. The ledger is a second handle on the file: appends are locked, so handles and
+// processes share it safely.
 func egressProxy(cfg *configs.Config, session string, log hclog.Logger) backend.EgressProxy {
 	return func(ctx context.Context, listen netip.Addr) (backend.Egress, error) {
 		g, err := urlguard.New(cfg.Network)
@@ -32,7 +34,7 @@ func egressProxy(cfg *configs.Config, session string, log hclog.Logger) backend.
 		}
 		onDenied := func(d egress.Denial) {
 			r := &receipt.Receipt{CallID: d.CallID, ToolName: "terminal", SessionID: session,
-				Network: &receipt.NetworkDenial{Host: d.Host, Port: d.Port, Reason: string(d.Reason), Detail: d.Detail, By: "egress_proxy"}}
+				Network: &receipt.NetworkDenial{Host: d.Host, Port: d.Port, Reason: string(d.Reason), Detail: d.Detail, By: "egress_proxy", Unattributed: d.Unattributed}}
 			if err := ledger.Append(receipt.EventNetworkDenied, r); err != nil {
 				log.Error("ledger append failed", "event", receipt.EventNetworkDenied, "error", err)
 			}
@@ -64,6 +66,10 @@ func egressProxy(cfg *configs.Config, session string, log hclog.Logger) backend.
 					return "http://" + addr, func() {}
 				}
 				return "http://" + cln.Addr().String(), p.ServeCall(cln, callID)
+			},
+			Attribute: func(owner backend.ConnOwner) { p.SetOwner(egress.Owner(owner)) },
+			Serve: func(ln net.Listener, owner backend.ConnOwner) func() {
+				return p.ServeOwned(ln, egress.Owner(owner))
 			},
 		}, nil
 	}

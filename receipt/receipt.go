@@ -65,6 +65,9 @@ type NetworkDenial struct {
 	Reason string `json:"reason"`
 	Detail string `json:"detail,omitempty"`
 	By     string `json:"by"`
+	// Unattributed, on an event with no call, says why the refusal could not be tied to
+	// one: it is the session's, and no call is guessed.
+	Unattributed string `json:"unattributed,omitempty"`
 }
 
 // HashArguments returns the SHA-256 of the canonical JSON form of args: keys sorted, no
