@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/sandbox"
+	"github.com/airlock-dev/airlock/backend/sockowner"
 )
 
 var _ backend.Environment = (*Env)(nil)
@@ -44,6 +45,10 @@ type Config struct {
 	// OnClose, when set, runs at Close (stops what was started for this environment, such
 	// as its egress proxy).
 	OnClose func() error
+	// Attribute, when set, is handed the function that names the call behind a connection
+	// to the egress proxy (which command holds its client end; see package sockowner):
+	// every command of a call is tracked for it while it runs.
+	Attribute func(backend.ConnOwner)
 }
 
 // DefaultConfig returns the defaults that Validate fills in.
@@ -125,6 +130,10 @@ type Env struct {
 	// isolate, when set, puts each command in namespaces of its own (Network "none").
 	isolate func(*syscall.SysProcAttr)
 
+	// owners tracks which call each running command is for, when refusals of the egress
+	// proxy are attributed to calls (Config.Attribute).
+	owners *sockowner.Table
+
 	sandbox     *sandbox.Sandbox
 	sandboxNote string
 	tempDir     string
@@ -196,6 +205,10 @@ func New(cfg Config, opts ...Option) (*Env, error) {
 			return nil, err
 		}
 		e.isolate = netnsIsolation()
+	}
+	if cfg.Attribute != nil {
+		e.owners = sockowner.New()
+		cfg.Attribute(e.owners.Owner)
 	}
 	return e, nil
 }

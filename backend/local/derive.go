@@ -41,7 +41,8 @@ func derive(section any, p backend.Policy) ([]any, error) {
 // TCP"; open lifts the sandbox's network rules and keeps the host's network; allowlist
 // starts the egress proxy on 127.0.0.1 and lets the sandbox's Landlock rules allow TCP
 // connect to that one port only (no UDP or raw sockets), with HTTP(S)_PROXY set — refused
-// by the backend where Landlock is not enforced, never run weaker.
+// by the backend where Landlock is not enforced, never run weaker. A refusal lands on the
+// receipt of the call whose command made the connection.
 func deriveNetwork(n backend.NetworkPolicy, sb *SandboxConfig) (NetworkConfig, error) {
 	switch n.Mode {
 	case backend.NetworkOpen:
@@ -60,9 +61,11 @@ func deriveNetwork(n backend.NetworkPolicy, sb *SandboxConfig) (NetworkConfig, e
 			return NetworkConfig{}, errors.Join(fmt.Errorf("egress proxy address %q: %w", eg.URL, err), eg.Stop())
 		}
 		sb.Network = sandbox.Network{ConnectTCP: []uint16{ap.Port()}}
-		// One proxy port for every call: Landlock's rules are fixed for the environment, so
-		// per-call ports cannot be allowed; refusals name the session.
-		return NetworkConfig{Mode: NetworkHost, Env: proxyEnv(eg.URL), OnClose: eg.Stop}, nil
+		// One proxy port for every call: Landlock's rules are planned per generation, not
+		// per call, so a port per call would cost a ruleset (and restricted threads) per
+		// call. The call behind a refused connection is found instead from which command
+		// holds its client socket (Attribute; see package sockowner).
+		return NetworkConfig{Mode: NetworkHost, Env: proxyEnv(eg.URL), OnClose: eg.Stop, Attribute: eg.Attribute}, nil
 	}
 	return NetworkConfig{Mode: NetworkNone}, nil
 }

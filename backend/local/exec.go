@@ -54,6 +54,9 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		KillGrace: e.cfg.KillGrace,
 		Isolate:   e.isolate,
 	}
+	if id := backend.CallFrom(ctx); e.owners != nil && id != "" {
+		spec.Track = e.owners.Track(id)
+	}
 	var out procgroup.Outcome
 	var runErr error
 	// The command is started from a thread that carries the sandbox; it inherits it.

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/procgroup"
 )
 
@@ -19,6 +20,9 @@ type NetworkConfig struct {
 	Mode    string
 	Env     map[string]string
 	OnClose func() error
+	// Attribute is the proxy's hook for naming the call behind a connection (see
+	// [Config.Attribute]).
+	Attribute func(backend.ConnOwner)
 }
 
 // Network modes of the local backend.

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -144,5 +145,106 @@ func TestNetworkAllowlistLandlock(t *testing.T) {
 	defer mu.Unlock()
 	if len(denied) != 1 || denied[0].Reason != urlguard.NotAllowlisted {
 		t.Fatalf("denials: %+v", denied)
+	}
+}
+
+// TestNetworkAllowlistRefusalNamesItsCall: two calls run at the same time on one
+// environment, so through the one proxy port Landlock allows; each makes a request the proxy
+// refuses, and each refusal names the call whose command made it — never the other. A
+// connection no command of a call made (this test's own, or a command run outside any
+// call) is recorded unattributed. Only loopback is touched.
+func TestNetworkAllowlistRefusalNamesItsCall(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not installed")
+	}
+	g, err := urlguard.New(urlguard.Config{Mode: urlguard.ModeAllowlist, AllowDomains: []string{"allowed.test"}},
+		urlguard.WithResolver(names{"allowed.test": "127.0.0.1"}), urlguard.AllowLoopbackForTesting())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	denied := map[string]egress.Denial{} // by host asked for
+	p, err := egress.New(g, egress.WithOnDenied(func(d egress.Denial) { mu.Lock(); denied[d.Host] = d; mu.Unlock() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(pln)
+	t.Cleanup(func() { p.Close() })
+	proxyPort := uint16(pln.Addr().(*net.TCPAddr).Port)
+	ws := t.TempDir()
+	e, err := New(Config{Workspace: ws, Shell: bash, Network: NetworkHost, DefaultTimeout: 30 * time.Second,
+		Env:       map[string]string{"HTTP_PROXY": "http://" + pln.Addr().String()},
+		Sandbox:   SandboxConfig{Network: sandbox.Network{ConnectTCP: []uint16{proxyPort}}},
+		Attribute: func(o backend.ConnOwner) { p.SetOwner(egress.Owner(o)) }})
+	if err != nil {
+		t.Skipf("no enforced Landlock here: %v", err)
+	}
+	defer e.Close(context.Background())
+
+	// Each command marks that it runs, waits for the other's mark (both calls are then
+	// running), and asks the proxy for a host that is not allowlisted: a GET from one call,
+	// a CONNECT from the other.
+	cmd := func(me, other, request string) string {
+		return fmt.Sprintf(`: > %[1]s; for i in $(seq 1 2000); do [ -e %[2]s ] && break; sleep 0.01; done; [ -e %[2]s ] || { echo "no overlap"; exit 9; }
+p=${HTTP_PROXY#http://}; exec 3<>/dev/tcp/${p%%:*}/${p##*:} && printf '%[3]s' >&3 && cat <&3; echo " rc=$?"`, me, other, request)
+	}
+	calls := []struct{ id, command, host string }{
+		{"call-a", cmd("a.mark", "b.mark", `GET http://a-denied.test/ HTTP/1.0\r\nHost: a-denied.test\r\n\r\n`), "a-denied.test"},
+		{"call-b", cmd("b.mark", "a.mark", `CONNECT b-denied.test:443 HTTP/1.0\r\nHost: b-denied.test:443\r\n\r\n`), "b-denied.test"},
+	}
+	var wg sync.WaitGroup
+	outs := make([]string, len(calls))
+	for i, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := e.Exec(backend.WithCall(context.Background(), c.id), backend.Request{Command: c.command})
+			if err != nil {
+				outs[i] = err.Error()
+				return
+			}
+			outs[i] = string(res.Stdout) + string(res.Stderr)
+		}()
+	}
+	wg.Wait()
+	for i, c := range calls {
+		if !strings.Contains(outs[i], " 403 ") {
+			t.Fatalf("%s: want a 403 from the proxy, got %q", c.id, outs[i])
+		}
+	}
+	// Outside any call, and from this process: the session's, unattributed.
+	if _, err := e.Exec(context.Background(), backend.Request{Command: cmd("c.mark", "c.mark", `GET http://no-call.test/ HTTP/1.0\r\nHost: no-call.test\r\n\r\n`)}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", pln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "GET http://host-process.test/ HTTP/1.0\r\nHost: host-process.test\r\n\r\n")
+	resp, _ := http.ReadResponse(bufio.NewReader(c), nil)
+	c.Close()
+	if resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("own request: %+v", resp)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, c := range calls {
+		d, ok := denied[c.host]
+		if !ok || d.CallID != c.id || d.Unattributed != "" || d.Reason != urlguard.NotAllowlisted {
+			t.Errorf("refusal of %s: %+v, want it on %s", c.host, d, c.id)
+		}
+	}
+	for _, host := range []string{"no-call.test", "host-process.test"} {
+		if d, ok := denied[host]; !ok || d.CallID != "" || d.Unattributed == "" {
+			t.Errorf("refusal of %s: %+v, want it unattributed", host, d)
+		} else {
+			t.Logf("%s: unattributed: %s", host, d.Unattributed)
+		}
 	}
 }

@@ -55,7 +55,7 @@ func open(_ context.Context, s backend.Settings) (backend.Environment, error) {
 		case SandboxConfig:
 			c.Sandbox = o
 		case NetworkConfig:
-			c.Network, c.Env, c.OnClose = o.Mode, o.Env, o.OnClose
+			c.Network, c.Env, c.OnClose, c.Attribute = o.Mode, o.Env, o.OnClose, o.Attribute
 		case Option:
 			opts = append(opts, o)
 		}
