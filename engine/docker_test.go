@@ -2,11 +2,8 @@ package engine_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/airlock-dev/airlock/backend/docker/dockertest"
 	"github.com/airlock-dev/airlock/configs"
@@ -18,22 +15,9 @@ import (
 // again from another engine (another process) by fingerprint, and an ephemeral session's
 // container is shared by configuration as before.
 func TestDockerContainerPerSession(t *testing.T) {
-	dockertest.Client(t)
 	dir := t.TempDir()
-	prefix := fmt.Sprintf("airlock_engine_%d_%d_", os.Getpid(), time.Now().UnixNano()%1e9)
-	t.Cleanup(func() { dockertest.RemoveContainers(prefix) })
-	cfg, err := configs.Parse([]byte(fmt.Sprintf(`[environment]
-type = "docker"
-timeout = 30
-[environment.docker]
-image = %q
-agent_binary = %q
-container_name_prefix = %q
-[approvals]
-mode = "auto"
-[ledger]
-path = "receipts.jsonl"
-`, dockertest.Image(t), dockertest.AgentBinary(t), prefix)), dir)
+	toml, _ := dockertest.Config(t, "engine", 30, "", "")
+	cfg, err := configs.Parse([]byte(toml+"[ledger]\npath = \"receipts.jsonl\"\n"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,21 +24,9 @@ import (
 func dockerSetup(t *testing.T, extra string) (string, string, *client.Client) {
 	t.Helper()
 	cli := dockertest.Client(t)
-	image := dockertest.Image(t)
 	dir := t.TempDir()
-	prefix := fmt.Sprintf("airlock_it_%d_%d_", os.Getpid(), time.Now().UnixNano()%1e9)
-	writeConfig(t, dir, fmt.Sprintf(`[environment]
-type = "docker"
-timeout = 20
-[environment.docker]
-image = %q
-agent_binary = %q
-container_name_prefix = %q
-%s
-[approvals]
-mode = "auto"
-`, image, airlockBin, prefix, extra))
-	t.Cleanup(func() { dockertest.RemoveContainers(prefix) })
+	toml, prefix := dockertest.Config(t, "it", 20, airlockBin, extra)
+	writeConfig(t, dir, toml)
 	return dir, prefix, cli
 }
 

@@ -2,8 +2,6 @@ package mcpserver_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -23,22 +21,9 @@ import (
 // command runs: the command waits for a file the test creates only once a notification
 // carried its first line.
 func TestProgressNotificationsOnDocker(t *testing.T) {
-	dockertest.Client(t)
 	dir := t.TempDir()
-	prefix := fmt.Sprintf("airlock_mcp_%d_%d_", os.Getpid(), time.Now().UnixNano()%1e9)
-	t.Cleanup(func() { dockertest.RemoveContainers(prefix) })
-	cfg, err := configs.Parse([]byte(fmt.Sprintf(`[environment]
-type = "docker"
-timeout = 60
-[environment.docker]
-image = %q
-agent_binary = %q
-container_name_prefix = %q
-[approvals]
-mode = "auto"
-[ledger]
-path = "state/receipts.jsonl"
-`, dockertest.Image(t), dockertest.AgentBinary(t), prefix)), dir)
+	toml, _ := dockertest.Config(t, "mcp", 60, "", "")
+	cfg, err := configs.Parse([]byte(toml+"[ledger]\npath = \"state/receipts.jsonl\"\n"), dir)
 	must(t, err)
 	store, err := pending.Open(cfg.ApprovalsDir())
 	must(t, err)

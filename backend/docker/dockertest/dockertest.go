@@ -6,6 +6,7 @@ package dockertest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -142,4 +143,29 @@ func RemoveContainers(prefix string) {
 	for _, c := range list {
 		_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
 	}
+}
+
+// Config returns the TOML of a Docker environment for a test: the test image, the given
+// resident helper binary (empty: [AgentBinary]), a container name prefix of its own (named
+// after kind) whose containers are removed when the test ends, auto approvals, and extra
+// appended to [environment.docker]. It also returns the prefix.
+func Config(t testing.TB, kind string, timeout int, agent, extra string) (toml, prefix string) {
+	t.Helper()
+	Client(t)
+	if agent == "" {
+		agent = AgentBinary(t)
+	}
+	prefix = fmt.Sprintf("airlock_%s_%d_%d_", kind, os.Getpid(), time.Now().UnixNano()%1e9)
+	t.Cleanup(func() { RemoveContainers(prefix) })
+	return fmt.Sprintf(`[environment]
+type = "docker"
+timeout = %d
+[environment.docker]
+image = %q
+agent_binary = %q
+container_name_prefix = %q
+%s
+[approvals]
+mode = "auto"
+`, timeout, Image(t), agent, prefix, extra), prefix
 }
