@@ -52,8 +52,12 @@ type call struct {
 
 	exit     chan exitMsg
 	fileDone chan fileDoneMsg // set for a file operation
-	finished chan struct{}
-	live     *liveCopy // nil unless the request asked for live output
+	// ownerDone is set for an owner request (owner.go); callID is the call a command runs
+	// for, as its Exec's context named it.
+	ownerDone chan ownerDoneMsg
+	callID    string
+	finished  chan struct{}
+	live      *liveCopy // nil unless the request asked for live output
 }
 
 func (c *call) add(dst *[]byte, p []byte) {
@@ -219,6 +223,8 @@ func (c *Client) dispatch(f frame) error {
 		}
 	case frameFileData, frameFileDone:
 		return cl.fileFrame(f)
+	case frameOwnerDone:
+		return cl.ownerFrame(f)
 	default:
 		return fmt.Errorf("%w: unexpected %q from server", ErrMalformedFrame, f.typ)
 	}
@@ -256,6 +262,7 @@ func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) 
 		creditWake: make(chan struct{}, 1),
 		exit:       make(chan exitMsg, 1),
 		finished:   make(chan struct{}),
+		callID:     backend.CallFrom(ctx),
 	}
 	if m.Live {
 		cl.live = newLiveCopy(req.Stdout, req.Stderr)

@@ -9,8 +9,8 @@ import (
 
 // ProtocolVersion is the version both sides announce in their hello. A peer with another
 // version is refused: the helper binary and the host must come from the same build family.
-// (2: file-op frames; 3: live output frames.)
-const ProtocolVersion = 3
+// (2: file-op frames; 3: live output frames; 4: owner frames.)
+const ProtocolVersion = 4
 
 // MaxPayload bounds one frame's payload. Larger data is split into several frames.
 const MaxPayload = 1 << 20
@@ -39,13 +39,15 @@ const (
 	frameFileDone   frameType = 'R' // JSON fileDoneMsg, server to client; the request is over
 	frameLiveStdout frameType = 'o' // raw stdout bytes as they arrive (startMsg.Live), server to client
 	frameLiveStderr frameType = 'e' // raw stderr bytes as they arrive (startMsg.Live), server to client
+	frameOwner      frameType = 'N' // JSON ownerMsg, client to server (owner.go)
+	frameOwnerDone  frameType = 'n' // JSON ownerDoneMsg, server to client; the request is over
 )
 
 func (t frameType) valid() bool {
 	switch t {
 	case frameHello, frameStart, frameStdin, frameStdinClose, frameCancel,
 		frameWindow, frameStdout, frameStderr, frameExit, frameLiveStdout, frameLiveStderr,
-		frameFile, frameFileData, frameFileDone:
+		frameFile, frameFileData, frameFileDone, frameOwner, frameOwnerDone:
 		return true
 	}
 	return false

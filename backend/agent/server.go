@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/procgroup"
 	"github.com/airlock-dev/airlock/backend/sandbox"
+	"github.com/airlock-dev/airlock/backend/sockowner"
 )
 
 // ServeOptions adjusts the server.
@@ -46,7 +48,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	s := &server{opts: opts, w: w, procs: map[uint32]*proc{}}
+	s := &server{opts: opts, w: w, procs: map[uint32]*proc{}, owners: sockowner.New()}
 	enforced, notes := sandboxHello(opts.Sandbox)
 	if err := s.send(frameHello, 0, mustJSON(hello{Version: ProtocolVersion, Role: "server", PID: os.Getpid(), SandboxEnforced: enforced, SandboxNotes: notes})); err != nil {
 		return fmt.Errorf("agent: send hello: %w", err)
@@ -119,7 +121,9 @@ type server struct {
 	mu    sync.Mutex
 	procs map[uint32]*proc
 	files map[uint32]*fileIn // file operations waiting for their data
-	wg    sync.WaitGroup
+	// owners tracks which request each running command's process group is for (owner.go).
+	owners *sockowner.Table
+	wg     sync.WaitGroup
 }
 
 func (s *server) send(t frameType, id uint32, payload []byte) error {
@@ -164,6 +168,8 @@ func (s *server) handle(f frame) error {
 		}
 	case frameFile, frameFileData:
 		return s.handleFile(f)
+	case frameOwner:
+		s.handleOwner(f)
 	default:
 		return fmt.Errorf("%w: unexpected %q from client", ErrMalformedFrame, f.typ)
 	}
@@ -286,6 +292,7 @@ func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer) exitMsg 
 		Stderr:    stderr,
 		Timeout:   time.Duration(m.TimeoutMS) * time.Millisecond,
 		KillGrace: time.Duration(m.KillGraceMS) * time.Millisecond,
+		Track:     s.owners.Track(strconv.FormatUint(uint64(p.id), 10)),
 	}
 	var stdinW *os.File // ours until the command starts and the pump takes it
 	if m.Stdin {
