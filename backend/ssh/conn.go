@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gossh "golang.org/x/crypto/ssh"
@@ -220,6 +221,9 @@ type link struct {
 	// the egress proxy ([network] mode allowlist; nil otherwise), proxyPort its remote port.
 	proxy     net.Listener
 	proxyPort int
+	// owning is the helper that names the call behind a connection to the forwarded port,
+	// once it runs (nil in session mode); read by the proxy while it serves.
+	owning atomic.Pointer[helper]
 
 	dead chan struct{}
 	once sync.Once
@@ -370,6 +374,7 @@ func (e *Env) connect(ctx context.Context) (*link, error) {
 			notes = append(notes, "resident helper not in use ("+helperErr.Error()+"): one session per command")
 		} else {
 			mode = ModeAgent
+			l.owning.Store(l.helper)
 			if !e.bin.bin.Static() {
 				notes = append(notes, e.bin.bin.LinkNote())
 			}
@@ -568,66 +573,4 @@ func (e *Env) RoundTrip(ctx context.Context) error {
 		return fmt.Errorf("ssh: round trip: %w", err)
 	}
 	return nil
-}
-
-// forwardProxy asks the remote sshd for a listener on its 127.0.0.1 (a reverse port
-// forward on this connection) and relays every connection made to it to the egress proxy
-// on this host. It ends with the link: sshd closes the port when the connection goes.
-func (e *Env) forwardProxy(l *link) error {
-	target := strings.TrimPrefix(e.egress.URL, "http://")
-	ln, err := l.client.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("ssh: [network] mode = \"allowlist\" needs a reverse-forwarded port on %s for the egress proxy (sshd's AllowTcpForwarding must allow remote forwarding): %w", e.cfg.target(), err)
-	}
-	addr, ok := ln.Addr().(*net.TCPAddr)
-	if !ok || addr.Port == 0 {
-		_ = ln.Close()
-		return fmt.Errorf("ssh: %s gave the egress proxy forward no port (%v)", e.cfg.target(), ln.Addr())
-	}
-	l.proxy, l.proxyPort = ln, addr.Port
-	e.log.Debug("egress proxy forwarded", "remote", addr.String(), "proxy", target)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go relay(c, target)
-		}
-	}()
-	return nil
-}
-
-// relay copies one forwarded connection to the egress proxy and back.
-func relay(remote net.Conn, target string) {
-	defer remote.Close()
-	local, err := net.DialTimeout("tcp", target, 10*time.Second)
-	if err != nil {
-		return
-	}
-	defer local.Close()
-	done := make(chan struct{}, 2)
-	go func() {
-		_, _ = io.Copy(local, remote)
-		if tc, ok := local.(*net.TCPConn); ok {
-			_ = tc.CloseWrite()
-		}
-		done <- struct{}{}
-	}()
-	go func() {
-		_, _ = io.Copy(remote, local)
-		_ = remote.Close()
-		done <- struct{}{}
-	}()
-	<-done
-	<-done
-}
-
-// proxyEnv is the proxy variables for commands on this link (nil without a forward).
-func (l *link) proxyEnv() []string {
-	if l.proxy == nil {
-		return nil
-	}
-	u := "http://127.0.0.1:" + strconv.Itoa(l.proxyPort)
-	return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u, "NO_PROXY=", "no_proxy="}
 }

@@ -156,3 +156,101 @@ func TestNetworkAllowlistThroughReverseForward(t *testing.T) {
 		t.Fatalf("denials: %+v", denied)
 	}
 }
+
+// TestNetworkAllowlistRefusalNamesItsCall: two calls run at the same time on one SSH
+// environment, and the proxy refuses a request of each (a GET from one, a CONNECT from the
+// other); each refusal names the call whose remote command made it — in helper mode by the
+// helper telling which of its commands holds the forwarded connection's other end, in
+// session mode by the forwarded port each call's commands get. A command run outside any
+// call is recorded unattributed. Loopback only: the "remote" host is a real sshd on it.
+func TestNetworkAllowlistRefusalNamesItsCall(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl for the remote client")
+	}
+	g, err := urlguard.New(urlguard.Config{Mode: urlguard.ModeAllowlist, AllowDomains: []string{"allowed.test"}},
+		urlguard.WithResolver(names{"allowed.test": "127.0.0.1"}), urlguard.AllowLoopbackForTesting())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	denied := map[string]egress.Denial{} // by host asked for
+	p, err := egress.New(g, egress.WithOnDenied(func(d egress.Denial) { mu.Lock(); denied[d.Host] = d; mu.Unlock() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(pln)
+	t.Cleanup(func() { p.Close() })
+	eg := backend.Egress{URL: "http://" + pln.Addr().String(), Stop: func() error { return nil },
+		Serve: func(ln net.Listener, owner backend.ConnOwner) func() { return p.ServeOwned(ln, egress.Owner(owner)) }}
+
+	srv := sshtest.Start(t)
+	for _, mode := range []string{ssh.ModeSession, ssh.ModeAgent} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := srv.Config
+			if mode == ssh.ModeAgent {
+				cfg.Mode = ssh.ModeAuto
+				cfg.AgentBinary = sshtest.AirlockBinary(t)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			env, err := ssh.New(ctx, cfg, ssh.WithEgress(eg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer env.Close(context.Background())
+			if d := env.Describe(); d.Mode != mode {
+				t.Fatalf("mode %q, want %q (notes %q)", d.Mode, mode, d.Notes)
+			}
+			// Each command marks that it runs and waits for the other's mark, so both calls
+			// are running when they ask the proxy.
+			barrier := func(me, other string) string {
+				return fmt.Sprintf(`: > %[1]s; i=0; while [ ! -e %[2]s ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done; [ -e %[2]s ] || { echo no-overlap; exit 9; }; `, mode+me, mode+other)
+			}
+			calls := []struct{ id, command, host string }{
+				{"call-a-" + mode, barrier("a", "b") + `curl -sS --max-time 10 -w ' code=%{http_code}' http://a-denied.test/`, "a-denied.test"},
+				{"call-b-" + mode, barrier("b", "a") + `curl -sS --max-time 10 -p -w ' code=%{http_code}' https://b-denied.test/`, "b-denied.test"},
+			}
+			var wg sync.WaitGroup
+			outs := make([]string, len(calls))
+			for i, c := range calls {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					res, err := env.Exec(backend.WithCall(ctx, c.id), backend.Request{Command: c.command})
+					if err != nil {
+						outs[i] = err.Error()
+						return
+					}
+					outs[i] = string(res.Stdout) + string(res.Stderr)
+				}()
+			}
+			wg.Wait()
+			for i, c := range calls {
+				if !strings.Contains(outs[i], "403") {
+					t.Fatalf("%s: want a 403 from the proxy, got %q", c.id, outs[i])
+				}
+			}
+			noCall := "no-call-" + mode + ".test"
+			if _, err := env.Exec(ctx, backend.Request{Command: `curl -sS --max-time 10 http://` + noCall + `/`}); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, c := range calls {
+				if d, ok := denied[c.host]; !ok || d.CallID != c.id || d.Unattributed != "" {
+					t.Errorf("refusal of %s: %+v, want it on %s", c.host, d, c.id)
+				}
+				delete(denied, c.host)
+			}
+			if d, ok := denied[noCall]; !ok || d.CallID != "" || d.Unattributed == "" {
+				t.Errorf("refusal outside any call: %+v, want it unattributed", d)
+			} else {
+				t.Logf("outside any call: unattributed: %s", d.Unattributed)
+			}
+		})
+	}
+}

@@ -126,8 +126,10 @@ func (e *Env) execSession(ctx context.Context, l *link, req backend.Request, dir
 	if req.Stdin != nil {
 		s.Stdin = req.Stdin
 	}
+	proxyEnv, releaseProxy := e.callProxy(ctx, l)
+	defer releaseProxy()
 	start := time.Now()
-	if err := s.Start(shellLine(e.commandScript(nonce, dir, req, l.proxyEnv()))); err != nil {
+	if err := s.Start(shellLine(e.commandScript(nonce, dir, req, proxyEnv))); err != nil {
 		return backend.Result{}, &notStartedError{err: fmt.Errorf("ssh: start: %w", unavailable(l, err))}
 	}
 	waitCh := make(chan error, 1)
