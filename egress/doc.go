@@ -11,13 +11,14 @@
 // CONNECT to 169.254.169.254, or to an allowed name that resolves to an internal address,
 // is refused before any packet is sent.
 //
-// Every refusal is logged, counted ([Proxy.Stats]) and handed to the OnDenied callback with
-// host, port, reason and the call it belongs to — known from the listener the call's
-// commands were given ([Proxy.ServeCall]: one port per call, no credentials in the
-// command's environment) or from per-call proxy credentials ([Proxy.Token]) — so that the
-// wiring writes it to that call's receipt as a network_denied event.
-//
-// Metrics are plain counters read through Stats, not a Prometheus registry: Airlock has no
-// metrics endpoint to serve them from yet, and counters cost no dependency; an exporter can
-// read Stats when one exists.
+// Every refusal is logged, counted ([Proxy.Stats], and an [Observer] such as the Prometheus
+// counters of package metrics) and handed to the OnDenied callback with host, port, reason
+// and the call it belongs to, so that the wiring writes it to that call's receipt as a
+// network_denied event. The call is known from the listener its commands were given
+// ([Proxy.ServeCall]: one port per call, Docker), from which command holds the connection's
+// client end ([Proxy.SetOwner], [Proxy.ServeOwned] with an [Owner]: local and SSH, whose
+// commands may reach one fixed port only), or from per-call proxy credentials
+// ([Proxy.Token], for clients outside Airlock: commands never get credentials). A refusal
+// none of these names is the session's, with [Denial.Unattributed] saying why — never a
+// guessed call.
 package egress

@@ -62,6 +62,21 @@ func WithLogger(l hclog.Logger) Option {
 	return func(p *Proxy) error { p.log = l.Named("egress"); return nil }
 }
 
+// Observer is told of every request the proxy decides and of the bytes it carries: a
+// metrics exporter (package metrics) implements it. Calls must be cheap; they are made on
+// the request's path.
+type Observer interface {
+	// Request is one decision; reason is the URL guard's code for a refusal.
+	Request(allowed bool, reason string)
+	// Bytes are body or tunnel bytes carried (a tunnel's when it closes).
+	Bytes(up, down int64)
+}
+
+// WithObserver sets the observer of decisions and bytes (default: none).
+func WithObserver(o Observer) Option {
+	return func(p *Proxy) error { p.obs = o; return nil }
+}
+
 // WithOnDenied sets the callback told about every refusal.
 func WithOnDenied(fn func(Denial)) Option {
 	return func(p *Proxy) error { p.onDenied = fn; return nil }
@@ -79,6 +94,7 @@ type Proxy struct {
 	log      hclog.Logger
 	onDenied func(Denial)
 	session  string
+	obs      Observer
 
 	srv   *http.Server
 	relay *httputil.ReverseProxy
@@ -326,10 +342,28 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, d)
 		return
 	}
-	p.allowed.Add(1)
+	p.allow()
 	p.log.Debug("relay", "method", r.Method, "host", host, "port", port)
-	r.Body = countingReader{r.Body, &p.up}
-	p.relay.ServeHTTP(countingWriter{w, &p.down}, r)
+	var up, down atomic.Int64
+	r.Body = countingReader{r.Body, &up}
+	p.relay.ServeHTTP(countingWriter{w, &down}, r)
+	p.carried(up.Load(), down.Load())
+}
+
+func (p *Proxy) allow() {
+	p.allowed.Add(1)
+	if p.obs != nil {
+		p.obs.Request(true, "")
+	}
+}
+
+// carried counts bytes that went through.
+func (p *Proxy) carried(up, down int64) {
+	p.up.Add(up)
+	p.down.Add(down)
+	if p.obs != nil {
+		p.obs.Bytes(up, down)
+	}
 }
 
 // check is the decision on arrival: the domain rules first (no lookup for a refused name),
@@ -377,7 +411,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		upstream.Close()
 		return
 	}
-	p.allowed.Add(1)
+	p.allow()
 	p.log.Debug("tunnel", "host", host, "port", port)
 	if _, err := client.Write([]byte("HTTP/1.1 200 Connection Established\r\n\r\n")); err != nil {
 		client.Close()
@@ -399,18 +433,17 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		p.connsMu.Unlock()
 	}()
 	done := make(chan struct{}, 2)
+	var up, down int64
 	go func() {
 		// Bytes the client sent after the CONNECT line that the server already buffered.
-		n, _ := io.Copy(upstream, io.MultiReader(io.LimitReader(buf, int64(buf.Reader.Buffered())), client))
-		p.up.Add(n)
+		up, _ = io.Copy(upstream, io.MultiReader(io.LimitReader(buf, int64(buf.Reader.Buffered())), client))
 		if tc, ok := upstream.(*net.TCPConn); ok {
 			tc.CloseWrite()
 		}
 		done <- struct{}{}
 	}()
 	go func() {
-		n, _ := io.Copy(client, upstream)
-		p.down.Add(n)
+		down, _ = io.Copy(client, upstream)
 		if tc, ok := client.(*net.TCPConn); ok {
 			tc.CloseWrite()
 		}
@@ -418,6 +451,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	}()
 	<-done
 	<-done
+	p.carried(up, down)
 	client.Close()
 	upstream.Close()
 }
@@ -428,6 +462,9 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, d urlguard.Decisi
 	p.byMu.Lock()
 	p.deniedBy[d.Reason]++
 	p.byMu.Unlock()
+	if p.obs != nil {
+		p.obs.Request(false, string(d.Reason))
+	}
 	host, port := d.Target.Host, d.Target.Port
 	if host == "" {
 		h := r.Host
