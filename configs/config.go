@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-dev/airlock/approval"
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/metrics"
 	"github.com/airlock-dev/airlock/pathpolicy"
 	"github.com/airlock-dev/airlock/schema"
 	"github.com/airlock-dev/airlock/urlguard"
@@ -39,6 +40,7 @@ type Config struct {
 	Session     Session           `toml:"session"`
 	Jobs        Jobs              `toml:"jobs"`
 	MCP         MCP               `toml:"mcp"`
+	Metrics     metrics.Config    `toml:"metrics"`
 
 	// Dir is the directory relative paths are taken from: the config file's directory, or
 	// the current directory when there is no file. It is not read from TOML.
@@ -371,6 +373,14 @@ func (c *Config) Validate() error {
 		vs = append(vs, schema.Violation{Path: "network", Message: err.Error()})
 	}
 	vs = append(vs, c.networkConflicts()...)
+	if err := c.Metrics.Validate(); err != nil {
+		var fe *metrics.FieldError
+		if errors.As(err, &fe) {
+			vs = append(vs, schema.Violation{Path: "metrics." + fe.Field, Message: fe.Message})
+		} else {
+			vs = append(vs, schema.Violation{Path: "metrics", Message: err.Error()})
+		}
+	}
 	vs = append(vs, c.validateAgentFacing()...)
 	if len(vs) > 0 {
 		return &Error{File: c.File, Violations: vs}
