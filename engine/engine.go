@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/configs"
 	"github.com/airlock-dev/airlock/jobs"
+	"github.com/airlock-dev/airlock/metrics"
 	"github.com/airlock-dev/airlock/pathpolicy"
 	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/receipt"
@@ -40,6 +41,8 @@ type options struct {
 	now       func() time.Time
 	// promote turns long foreground commands into jobs ([jobs] promote_after).
 	promote bool
+	// serveMetrics serves [metrics] when it names a listen address (metrics.go).
+	serveMetrics bool
 }
 
 // WithLogger sets the logger (default: none).
@@ -98,6 +101,10 @@ type Engine struct {
 	preHooks []pipeline.PreHook
 	// jobs runs background jobs; nil when the jobs toolset is off.
 	jobs *jobs.Manager
+	// metrics counts calls and egress decisions, and metricsSrv serves them, when a
+	// long-running front end asked for [metrics] (nil otherwise; counting on nil is a no-op).
+	metrics    *metrics.Metrics
+	metricsSrv *metrics.Server
 
 	mu       sync.Mutex
 	closed   bool
@@ -130,17 +137,23 @@ func New(ctx context.Context, cfg *configs.Config, opts ...Option) (*Engine, err
 	if o.ttl != nil {
 		e.ttl = *o.ttl
 	}
+	if err := e.startMetrics(); err != nil {
+		return nil, err
+	}
 	var err error
-	if e.envs, err = openEnvironments(ctx, cfg, e.log); err != nil {
+	if e.envs, err = openEnvironments(ctx, cfg, e.log, e.metrics); err != nil {
+		e.stopMetrics(ctx)
 		return nil, fmt.Errorf("environment: %w", err)
 	}
 	if e.ledger, err = receipt.Open(cfg.LedgerPath()); err != nil {
 		_ = e.envs.close(ctx)
+		e.stopMetrics(ctx)
 		return nil, fmt.Errorf("ledger.path: %w", err)
 	}
 	if err := e.assemble(); err != nil {
 		_ = e.ledger.Close()
 		_ = e.envs.close(ctx)
+		e.stopMetrics(ctx)
 		return nil, err
 	}
 	if e.ttl > 0 {
@@ -258,7 +271,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	errs = append(errs, e.closeJobs(ctx), e.envs.close(ctx), e.ledger.Close())
+	errs = append(errs, e.closeJobs(ctx), e.envs.close(ctx), e.ledger.Close(), e.stopMetrics(ctx))
 	return errors.Join(errs...)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	_ "github.com/airlock-dev/airlock/backend/all" // every backend of the build registers its record
 	"github.com/airlock-dev/airlock/configs"
+	"github.com/airlock-dev/airlock/metrics"
 )
 
 // Section returns a copy of the config's [environment.KIND] for the configured kind, its
@@ -40,14 +41,14 @@ func copySection(r backend.Record, sec any) any {
 // open opens the configured backend for a session ("" for one shared by all): its record's
 // constructor with the section, the common [environment] settings and what its record derives
 // from the runtime's policy (see policy.go).
-func open(ctx context.Context, cfg *configs.Config, session string, log hclog.Logger) (backend.Environment, error) {
+func open(ctx context.Context, cfg *configs.Config, session string, log hclog.Logger, m *metrics.Metrics) (backend.Environment, error) {
 	r, sec, err := section(cfg)
 	if err != nil {
 		return nil, err
 	}
 	var extra []any
 	if r.Derive != nil {
-		if extra, err = r.Derive(sec, backendPolicy(cfg, session, log)); err != nil {
+		if extra, err = r.Derive(sec, backendPolicy(cfg, session, log, m)); err != nil {
 			return nil, err
 		}
 	}
@@ -72,7 +73,7 @@ func OpenEnvironment(ctx context.Context, cfg *configs.Config, session string, l
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return open(ctx, cfg, session, log)
+	return open(ctx, cfg, session, log, nil)
 }
 
 // environments hands sessions their environment: the one shared by all, or one of their own
@@ -83,16 +84,18 @@ type environments struct {
 	rec    backend.Record
 	sec    any // resolved section, for mounts
 	shared backend.Environment
+	// metrics counts what the environments' egress proxies decide (nil: not counted).
+	metrics *metrics.Metrics
 }
 
-func openEnvironments(ctx context.Context, cfg *configs.Config, log hclog.Logger) (*environments, error) {
+func openEnvironments(ctx context.Context, cfg *configs.Config, log hclog.Logger, m *metrics.Metrics) (*environments, error) {
 	r, sec, err := section(cfg)
 	if err != nil {
 		return nil, err
 	}
-	v := &environments{cfg: cfg, log: log, rec: r, sec: sec}
+	v := &environments{cfg: cfg, log: log, rec: r, sec: sec, metrics: m}
 	if !r.PerSession {
-		if v.shared, err = open(ctx, cfg, "", log); err != nil {
+		if v.shared, err = open(ctx, cfg, "", log, m); err != nil {
 			return nil, err
 		}
 	}
@@ -106,7 +109,7 @@ func (v *environments) forSession(ctx context.Context, key string) (backend.Envi
 	if v.shared != nil {
 		return v.shared, false, nil
 	}
-	env, err := open(ctx, v.cfg, key, v.log)
+	env, err := open(ctx, v.cfg, key, v.log, v.metrics)
 	return env, err == nil, err
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/configs"
 	"github.com/airlock-dev/airlock/egress"
+	"github.com/airlock-dev/airlock/metrics"
 	"github.com/airlock-dev/airlock/receipt"
 	"github.com/airlock-dev/airlock/urlguard"
 )
@@ -22,7 +23,7 @@ import (
 // connection (Attribute, Serve: local, SSH); one it cannot name is marked unattributed, never
 // guessed. The ledger is a second handle on the file: appends are locked, so handles and
 // processes share it safely.
-func egressProxy(cfg *configs.Config, session string, log hclog.Logger) backend.EgressProxy {
+func egressProxy(cfg *configs.Config, session string, log hclog.Logger, m *metrics.Metrics) backend.EgressProxy {
 	return func(ctx context.Context, listen netip.Addr) (backend.Egress, error) {
 		g, err := urlguard.New(cfg.Network)
 		if err != nil {
@@ -38,8 +39,13 @@ func egressProxy(cfg *configs.Config, session string, log hclog.Logger) backend.
 			if err := ledger.Append(receipt.EventNetworkDenied, r); err != nil {
 				log.Error("ledger append failed", "event", receipt.EventNetworkDenied, "error", err)
 			}
+			m.Refusal(d.CallID != "")
 		}
-		p, err := egress.New(g, egress.WithLogger(log), egress.WithOnDenied(onDenied), egress.WithSession(session))
+		opts := []egress.Option{egress.WithLogger(log), egress.WithOnDenied(onDenied), egress.WithSession(session)}
+		if m != nil {
+			opts = append(opts, egress.WithObserver(m))
+		}
+		p, err := egress.New(g, opts...)
 		if err != nil {
 			ledger.Close()
 			return backend.Egress{}, err

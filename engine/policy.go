@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/configs"
+	"github.com/airlock-dev/airlock/metrics"
 	"github.com/airlock-dev/airlock/pathpolicy"
 	"github.com/airlock-dev/airlock/urlguard"
 )
@@ -16,10 +17,10 @@ import (
 // from the config's other sections: the path policy as host paths, Airlock's own files,
 // [network] with the egress proxy to start in mode allowlist. The record decides what its
 // backend makes of it; the runtime never names a backend.
-func backendPolicy(cfg *configs.Config, session string, log hclog.Logger) backend.Policy {
+func backendPolicy(cfg *configs.Config, session string, log hclog.Logger, m *metrics.Metrics) backend.Policy {
 	return backend.Policy{
 		Paths:   pathsPolicy(cfg),
-		Network: networkPolicy(cfg, session, log),
+		Network: networkPolicy(cfg, session, log, m),
 		Session: session,
 		Logger:  log,
 	}
@@ -72,12 +73,12 @@ func pathsPolicy(cfg *configs.Config) backend.PathPolicy {
 }
 
 // networkPolicy is [network] mode, with the egress proxy of the session in mode allowlist.
-func networkPolicy(cfg *configs.Config, session string, log hclog.Logger) backend.NetworkPolicy {
+func networkPolicy(cfg *configs.Config, session string, log hclog.Logger, m *metrics.Metrics) backend.NetworkPolicy {
 	switch cfg.Network.Mode {
 	case urlguard.ModeOpen:
 		return backend.NetworkPolicy{Mode: backend.NetworkOpen}
 	case urlguard.ModeAllowlist:
-		return backend.NetworkPolicy{Mode: backend.NetworkAllowlist, Proxy: egressProxy(cfg, session, log)}
+		return backend.NetworkPolicy{Mode: backend.NetworkAllowlist, Proxy: egressProxy(cfg, session, log, m)}
 	}
 	return backend.NetworkPolicy{Mode: backend.NetworkNone}
 }

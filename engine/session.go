@@ -132,14 +132,18 @@ func (s *Session) Run(ctx context.Context, c pipeline.Call) pipeline.Result {
 // receipt. The calls are cancelled when the session closes.
 func (s *Session) RunBatch(ctx context.Context, calls []pipeline.Call) []pipeline.Result {
 	if !s.begin() {
-		return s.refuseClosed(calls)
+		res := s.refuseClosed(calls)
+		s.e.countCalls(res)
+		return res
 	}
 	defer s.finish()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.life, cancel)
 	defer stop()
-	return s.pipe.RunBatch(ctx, calls)
+	res := s.pipe.RunBatch(ctx, calls)
+	s.e.countCalls(res)
+	return res
 }
 
 func (s *Session) begin() bool {

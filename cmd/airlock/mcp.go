@@ -53,7 +53,7 @@ func runMCP(args []string, s stdio) int {
 	})
 	// The session lives as long as the client's connection: it is not reaped while idle,
 	// since its background jobs would die with it.
-	eng, err := engine.New(ctx, cfg, engine.WithLogger(log), engine.WithApprover(ap), engine.WithSessionTTL(-1), engine.WithJobPromotion())
+	eng, err := engine.New(ctx, cfg, engine.WithLogger(log), engine.WithApprover(ap), engine.WithSessionTTL(-1), engine.WithJobPromotion(), engine.WithMetricsEndpoint())
 	if err != nil {
 		return fail(s, err)
 	}
