@@ -374,6 +374,10 @@ func killSession(sid int) {
 //	bash: line 1: NAME: command not found     bash: line 1: exec: NAME: not found
 //	dash: 1: NAME: not found                  dash: 1: exec: NAME: not found
 //	sh: NAME: not found                       sh: exec: line 0: NAME: not found
+//
+// dash and busybox also name the built-in whose code looked the name up, eval (nested
+// too): "dash: 2: eval: NAME: not found", "sh: eval: line 1: NAME: not found". That
+// prefix is the diagnostic's, not the name's.
 func notFound(shellName string, stderr []byte) [][]byte {
 	prefix, suffix := "sh: ", ": not found"
 	switch shellName {
@@ -391,6 +395,15 @@ func notFound(shellName string, stderr []byte) [][]byte {
 			continue
 		}
 		rest = cutLineNumber(rest)
+		if shellName == "dash" || shellName == "busybox" {
+			for {
+				r, ok := bytes.CutPrefix(rest, []byte("eval: "))
+				if !ok {
+					break
+				}
+				rest = cutLineNumber(r)
+			}
+		}
 		if r, ok := bytes.CutPrefix(rest, []byte("exec: ")); ok {
 			if rest, ok = bytes.CutSuffix(cutLineNumber(r), []byte(": not found")); !ok {
 				continue

@@ -20,6 +20,11 @@ func TestNotFound(t *testing.T) {
 		{"busybox", "sh: nosuch: not found\nsh: can't create /no/f: nonexistent directory\n", []string{"nosuch"}},
 		{"busybox", "sh: exec: line 0: nosuch: not found\n", []string{"nosuch"}},
 		{"busybox", "sh: line 1: x: not found\n", []string{"x"}},
+		// The name eval looked up, not "eval: NAME".
+		{"dash", "dash: 2: eval: -rf: not found\n", []string{"-rf"}},
+		{"dash", "dash: 1: eval: eval: a[x]=1: not found\n", []string{"a[x]=1"}},
+		{"busybox", "sh: eval: line 1: -rf: not found\n", []string{"-rf"}},
+		{"busybox", "sh: eval: line 0: rm\f-rf: not found\n", []string{"rm\f-rf"}},
 		{"dash", "hello\n", nil},
 	} {
 		got := notFound(tc.shell, []byte(tc.stderr))
