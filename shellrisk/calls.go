@@ -74,16 +74,7 @@ func (w *walker) callArgs(args []arg, in stdin, seg string) {
 		w.run(append([]arg{{text: p}}, args[1:]...), in, seg)
 	}
 	if body, ok := w.aliases[name.text]; ok && !name.dynamic && !name.quoted && !w.expanding[name.text] && w.depth < maxDepth {
-		// dash, busybox sh and bash as sh expand the alias; bash -c without expand_aliases
-		// runs the word itself. The expansion is one more reading, and the word is judged
-		// below as the program (or function) it names.
-		w.calls++
-		if w.expanding == nil {
-			w.expanding = map[string]bool{}
-		}
-		w.expanding[name.text] = true
-		w.code(w.expandAlias(body, args[1:]), seg, in, true)
-		delete(w.expanding, name.text)
+		w.aliasReading(name.text, body, args[1:], in, seg)
 	}
 	if def := w.st.funcs[name.text]; def != nil && !name.dynamic && !strings.Contains(name.text, "/") {
 		w.calls++
@@ -102,41 +93,6 @@ func (w *walker) callArgs(args []arg, in stdin, seg string) {
 		return
 	}
 	w.run(args, in, seg)
-}
-
-// expandAlias writes the command an alias call becomes: the alias's text, then the other
-// words, each quoted, except that after an alias ending in a space the next word is
-// expanded too when it is an alias.
-func (w *walker) expandAlias(body string, rest []arg) string {
-	var b strings.Builder
-	b.WriteString(body)
-	chain := strings.HasSuffix(body, " ") || strings.HasSuffix(body, "\t")
-	for _, a := range rest {
-		if !strings.HasSuffix(b.String(), " ") {
-			b.WriteByte(' ')
-		}
-		if next, ok := w.aliases[a.text]; ok && chain && !a.dynamic && !a.quoted {
-			b.WriteString(next)
-			chain = strings.HasSuffix(next, " ")
-			continue
-		}
-		chain = false
-		t := a.text
-		switch {
-		case a.dynamic:
-			b.WriteString(`"$x"`)
-			continue
-		case a.glob:
-			// The pattern is expanded after the alias, as it stands.
-			b.WriteString(t)
-			continue
-		case a.tilde && strings.HasPrefix(t, "~"):
-			b.WriteByte('~')
-			t = t[1:]
-		}
-		b.WriteString("'" + strings.ReplaceAll(t, "'", `'\''`) + "'")
-	}
-	return b.String()
 }
 
 // run judges an argument vector: a program and its arguments. Wrappers (sudo, xargs, env…)

@@ -107,9 +107,13 @@ func (c *Classifier) classify(cx Context, command string) Verdict {
 		w.add(codeParseError, seg)
 	} else {
 		dialects := bashOnly(f)
+		var ps posixSource
+		if dialects {
+			ps = posixRewrite(command, f)
+		}
 		w.stmts(f.Stmts, stdin{})
 		if dialects {
-			w.posixReading(command)
+			w.posixReading(ps)
 		}
 	}
 	if !v.Parsed {

@@ -202,26 +202,6 @@ func TestRulesErrors(t *testing.T) {
 	}
 }
 
-func TestDecodeANSIC(t *testing.T) {
-	t.Parallel()
-	tests := map[string]string{
-		`\x72\x6d`:   "rm",
-		`\162\155`:   "rm",
-		`\u0072m`:    "rm",
-		`a\nb`:       "a\nb",
-		`\'`:         "'",
-		`\q`:         `\q`,
-		`\x`:         `\x`,
-		`\cA`:        "\x01",
-		`\U0001F600`: "😀",
-	}
-	for in, want := range tests {
-		if got := decodeANSIC(in); got != want {
-			t.Errorf("decodeANSIC(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // typical is a command an agent runs many times a session.
 const typical = `cd src && grep -rn "TODO" --include='*.go' . | sort | head -n 20 > /tmp/todo.txt`
 

@@ -2,6 +2,7 @@ package shellrisk
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -12,7 +13,16 @@ import (
 // (( )), no brace expansion, no declare. `((rm -rf /))` is arithmetic to bash and two
 // nested subshells running rm to dash; `echo $'\' ; rm -rf / #'` is one word to bash and a
 // deletion to dash. A command that uses syntax only bash reads is therefore also read as
-// POSIX sh and judged as the union of both readings.
+// POSIX sh and judged as the union of the readings.
+//
+// There are two POSIX readings. dash's: a $'…' is a $ and a quoted string. busybox sh's:
+// it decodes $'…' its own way (decodeBusyboxANSIC) and, unlike dash, runs process
+// substitutions, whose code it reads as POSIX sh (no brace expansion, time is a program).
+//
+// mvdan.cc/sh's POSIX parser refuses some bash syntax that the POSIX shells read in a
+// known way, so the text is first rewritten where they do: `{fd}>f cmd` is a program
+// named {fd} to them ({fd} >f cmd), `a &>f b` is `a &` and `>f b` to dash, and a process
+// substitution is a file name (/dev/fd/63) whose code busybox runs.
 
 // bashOnly reports whether f uses syntax that a POSIX shell reads differently. It must run
 // before the walk, which expands braces in the tree.
@@ -36,11 +46,15 @@ func bashOnly(f *syntax.File) bool {
 			found = strings.Contains(v, "{") && strings.Contains(v, "}") && (strings.Contains(v, ",") || strings.Contains(v, ".."))
 		case *syntax.FuncDecl:
 			found = x.RsrvWord
+		case *syntax.Assign:
+			// a[i]=1 and a+=1 are words, so programs, to a POSIX shell.
+			found = x.Index != nil || x.Append
 		case *syntax.Redirect:
 			switch x.Op {
 			case syntax.RdrAll, syntax.AppAll, syntax.WordHdoc:
 				found = true
 			}
+			found = found || x.N != nil && strings.HasPrefix(x.N.Value, "{")
 		case *syntax.BinaryCmd:
 			found = x.Op == syntax.PipeAll
 		}
@@ -49,35 +63,146 @@ func bashOnly(f *syntax.File) bool {
 	return found
 }
 
-// posixReading walks src as POSIX sh into the same verdict. A POSIX shell runs the lines
-// before a syntax error, so when the whole text does not parse, the lines before the one
-// that fails are walked.
-func (w *walker) posixReading(src string) {
-	f, err := parsePOSIX(src)
-	var perr syntax.ParseError
-	if err != nil && errors.As(err, &perr) {
-		line := int(perr.Pos.Line())
-		cut := 0
-		for i := 1; i < line && cut >= 0; i++ {
-			next := strings.IndexByte(src[cut:], '\n')
-			if next < 0 {
-				cut = -1
-				break
-			}
-			cut += next + 1
-		}
-		if cut <= 0 {
-			return
-		}
-		if f, err = parsePOSIX(src[:cut]); err != nil {
-			return
-		}
-	} else if err != nil {
-		return
+// posixSource is a command's text as the POSIX shells read it (see posixRewrite).
+type posixSource struct {
+	text string
+	// substs are the codes of the process substitutions, which busybox runs.
+	substs []string
+	// dollar is set when the command holds $'…', which busybox reads unlike dash.
+	dollar bool
+}
+
+// posixRewrite rewrites src, whose bash reading is f, where the POSIX shells read its bash
+// syntax in a known way that mvdan.cc/sh's POSIX parser refuses. It must run before the
+// walk, which changes the tree.
+func posixRewrite(src string, f *syntax.File) posixSource {
+	type edit struct {
+		at, end int
+		with    string
 	}
-	pw := &walker{rules: w.rules, cx: w.cx, v: w.v, src: src, st: newState(), active: map[string]int{}, seen: w.seen, posix: true}
+	var edits []edit
+	ps := posixSource{}
+	off := func(p syntax.Pos) int { return int(p.Offset()) }
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.SglQuoted:
+			ps.dollar = ps.dollar || x.Dollar
+		case *syntax.ProcSubst:
+			s, e, l, r := off(x.Pos()), off(x.End()), off(x.OpPos)+2, off(x.Rparen)
+			if s < e && e <= len(src) && l <= r && r <= len(src) {
+				edits = append(edits, edit{s, e, "/dev/fd/63"})
+				ps.substs = append(ps.substs, src[l:r])
+			}
+			return false
+		case *syntax.Redirect:
+			if x.N != nil && strings.HasPrefix(x.N.Value, "{") {
+				if e := off(x.N.End()); e <= len(src) {
+					edits = append(edits, edit{e, e, " "})
+				}
+			}
+			if x.Op == syntax.RdrAll || x.Op == syntax.AppAll {
+				if e := off(x.OpPos) + 1; e <= len(src) {
+					edits = append(edits, edit{e, e, " "})
+				}
+			}
+		}
+		return true
+	})
+	slices.SortStableFunc(edits, func(a, b edit) int { return a.at - b.at })
+	var b strings.Builder
+	last := 0
+	for _, e := range edits {
+		if e.at < last {
+			continue
+		}
+		b.WriteString(src[last:e.at])
+		b.WriteString(e.with)
+		last = e.end
+	}
+	b.WriteString(src[last:])
+	ps.text = b.String()
+	return ps
+}
+
+// posixReading walks the POSIX readings of the top-level command into the same verdict,
+// from the state the command starts with.
+func (w *walker) posixReading(ps posixSource) {
+	pw := &walker{rules: w.rules, cx: w.cx, v: w.v, src: ps.text, st: newState(), active: map[string]int{}, seen: w.seen}
 	pw.seedVars()
-	pw.stmts(f.Stmts, stdin{})
+	pw.posixWalk(ps, func(f *syntax.File) { pw.stmts(f.Stmts, stdin{}) })
+}
+
+// posixWalk walks dash's and busybox's readings of ps with walk, each from the state of
+// this moment, then the code of its process substitutions as busybox reads it. A POSIX
+// shell runs the lines before a syntax error, so when the whole text does not parse, the
+// lines before the one that fails are walked.
+func (w *walker) posixWalk(ps posixSource, walk func(*syntax.File)) {
+	savedSrc, savedPosix, savedBusybox := w.src, w.posix, w.busybox
+	defer func() { w.src, w.posix, w.busybox = savedSrc, savedPosix, savedBusybox }()
+	w.posix = true
+	if f := parsePOSIXLines(ps.text); f != nil {
+		w.src = ps.text
+		w.busybox = false
+		w.isolated(func() { walk(f) })
+		if ps.dollar {
+			w.busybox = true
+			w.isolated(func() { walk(f) })
+		}
+	}
+	w.busybox = true
+	for _, code := range ps.substs {
+		if w.depth >= maxDepth {
+			w.add(codeTooComplex, code)
+			return
+		}
+		f, err := parse(code)
+		if err != nil {
+			continue
+		}
+		inner := posixRewrite(code, f)
+		w.depth++
+		w.isolated(func() {
+			w.posixWalk(inner, func(f *syntax.File) { w.stmts(f.Stmts, stdin{}) })
+		})
+		w.depth--
+	}
+}
+
+// parsePOSIXLines parses src as POSIX sh, or the lines of it before the first that does
+// not parse; nil when there are none.
+func parsePOSIXLines(src string) *syntax.File {
+	f, err := parsePOSIX(src)
+	if err == nil {
+		return f
+	}
+	// A syntax error, or bash syntax the parser refuses in POSIX mode (a=(1), function f,
+	// <<<): dash and busybox stop at that line too.
+	var perr syntax.ParseError
+	var lerr syntax.LangError
+	line := 0
+	switch {
+	case errors.As(err, &perr):
+		line = int(perr.Pos.Line())
+	case errors.As(err, &lerr):
+		line = int(lerr.Pos.Line())
+	default:
+		return nil
+	}
+	cut := 0
+	for i := 1; i < line; i++ {
+		next := strings.IndexByte(src[cut:], '\n')
+		if next < 0 {
+			return nil
+		}
+		cut += next + 1
+	}
+	if cut <= 0 {
+		return nil
+	}
+	if f, err = parsePOSIX(src[:cut]); err != nil {
+		return nil
+	}
+	return f
 }
 
 func parsePOSIX(src string) (*syntax.File, error) {

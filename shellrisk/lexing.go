@@ -28,6 +28,8 @@ import (
 //     worth betting a command on.
 //   - Inside $'…' a \' does not end the string for bash and busybox sh, but dash has no
 //     $'…' quoting: for it the string ends there and what follows runs.
+//   - After >&- or <&- (close a descriptor) bash starts a new word: `rm x >&-y` passes y
+//     to rm, where the parser, dash (a bad descriptor) and busybox read one target -y.
 
 // lexProblem returns the text around the first place where the shells and the parser may
 // read src differently, or "" when there is none. f is src parsed with comments kept.
@@ -45,6 +47,8 @@ func lexProblem(src string, f *syntax.File) string {
 			problem = commentProblem(src, x)
 		case *syntax.SglQuoted:
 			problem = quoteProblem(src, x)
+		case *syntax.Redirect:
+			problem = closeProblem(src, x)
 		case *syntax.Word:
 			for _, p := range x.Parts {
 				if lit, ok := p.(*syntax.Lit); ok && hasUnicodeSpace(lit.Value) {
@@ -98,6 +102,18 @@ func quoteProblem(src string, q *syntax.SglQuoted) string {
 		return around(src, s)
 	}
 	return ""
+}
+
+// closeProblem finds a word glued to the - of >&- or <&-.
+func closeProblem(src string, r *syntax.Redirect) string {
+	if (r.Op != syntax.DplIn && r.Op != syntax.DplOut) || r.Word == nil || len(r.Word.Parts) == 0 {
+		return ""
+	}
+	lit, ok := r.Word.Parts[0].(*syntax.Lit)
+	if !ok || !strings.HasPrefix(lit.Value, "-") || lit.Value == "-" && len(r.Word.Parts) == 1 {
+		return ""
+	}
+	return around(src, int(r.OpPos.Offset()))
 }
 
 // hasUnicodeSpace reports whether s holds a space character beyond ASCII, or one of the

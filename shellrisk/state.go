@@ -49,7 +49,7 @@ type funcDef struct {
 }
 
 func newState() shellState {
-	return shellState{vars: map[string]varValue{}, funcs: map[string]*funcDef{}, cwds: []string{"."}}
+	return shellState{vars: map[string]varValue{"IFS": {text: defaultIFS}}, funcs: map[string]*funcDef{}, cwds: []string{"."}}
 }
 
 func (s shellState) clone() shellState {
@@ -79,7 +79,8 @@ func (w *walker) isolated(fn func()) {
 // shell's functions nor, unless exported, its variables, which are therefore unknown.
 func (w *walker) child(fn func()) {
 	saved := w.st
-	w.st = shellState{vars: map[string]varValue{}, funcs: map[string]*funcDef{},
+	// A shell resets IFS when it starts.
+	w.st = shellState{vars: map[string]varValue{"IFS": {text: defaultIFS}}, funcs: map[string]*funcDef{},
 		cwds: slices.Clone(saved.cwds), cwdDynamic: saved.cwdDynamic}
 	if v, ok := saved.vars["TMPDIR"]; ok && w.cx.TMPDIR != "" && v == (varValue{text: w.cx.TMPDIR}) && !saved.noVars {
 		// The session's TMPDIR is in the environment every child inherits; a value the

@@ -323,6 +323,13 @@ func (w *walker) assign(a *syntax.Assign, seg string) {
 	case a.Array != nil:
 		w.substs(a.Array)
 		w.forget(name)
+	case !a.Naked:
+		// x= assigns the empty string (IFS= turns field splitting off).
+		if a.Append || a.Index != nil {
+			w.forget(name)
+		} else {
+			w.setVar(name, varValue{})
+		}
 	}
 }
 

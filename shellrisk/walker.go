@@ -68,8 +68,10 @@ type walker struct {
 	// hashed are the names hash -p bound to another program's path.
 	hashed map[string]string
 	// posix is set while the POSIX sh reading of a command is walked: no $'…', no brace
-	// expansion.
+	// expansion. busybox is set too for busybox sh's reading, which decodes $'…' its own
+	// way.
 	posix      bool
+	busybox    bool
 	fetching   bool
 	fetchWrote bool
 	fetched    map[string]bool
@@ -144,6 +146,10 @@ func (w *walker) code(src, seg string, in stdin, shared bool) {
 	// Code given to a shell later (an alias, eval, sh -c) is read by dash and busybox too:
 	// when it uses syntax only bash reads, its POSIX reading is judged as well.
 	dialects := !w.posix && bashOnly(f)
+	var ps posixSource
+	if dialects {
+		ps = posixRewrite(src, f)
+	}
 	saved := w.src
 	w.src = src
 	w.depth++
@@ -156,11 +162,7 @@ func (w *walker) code(src, seg string, in stdin, shared bool) {
 	}
 	walk(f)
 	if dialects {
-		if pf, err := parsePOSIX(src); err == nil {
-			w.posix = true
-			walk(pf)
-			w.posix = false
-		}
+		w.posixWalk(ps, walk)
 	}
 	w.depth--
 	w.src = saved

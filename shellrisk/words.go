@@ -2,7 +2,6 @@ package shellrisk
 
 import (
 	"path"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -73,6 +72,10 @@ func (w *walker) expandWords(words []*syntax.Word) []arg {
 
 // appendFields appends a word, split into the fields the shell makes of it.
 func appendFields(out []arg, a arg) []arg {
+	if a.text == "" && !a.quoted && !a.dynamic {
+		// x=; $x rm …: an unquoted expansion that is empty is no word at all.
+		return out
+	}
 	if !a.split {
 		return append(out, a)
 	}
@@ -94,10 +97,19 @@ func appendFields(out []arg, a arg) []arg {
 func (w *walker) resolve(word *syntax.Word) arg {
 	var a arg
 	var b strings.Builder
+	// busyboxDollar is set when the part before a single-quoted string is the $ that the
+	// POSIX parser keeps apart: busybox sh reads the two as $'…'.
+	busyboxDollar := false
 	for i, part := range word.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
 			v := p.Value
+			if w.busybox && v == "$" && i+1 < len(word.Parts) {
+				if _, ok := word.Parts[i+1].(*syntax.SglQuoted); ok {
+					busyboxDollar = true
+					continue
+				}
+			}
 			if i == 0 && strings.HasPrefix(v, "~") {
 				a.tilde = true
 			}
@@ -108,14 +120,22 @@ func (w *walker) resolve(word *syntax.Word) arg {
 		case *syntax.SglQuoted:
 			a.quoted = true
 			switch {
+			case (p.Dollar || busyboxDollar) && w.busybox:
+				busyboxDollar = false
+				b.WriteString(decodeBusyboxANSIC(p.Value))
 			case p.Dollar && w.posix:
 				// dash: a $ followed by a quoted string.
 				b.WriteString("$" + p.Value)
 			case p.Dollar:
-				d := decodeANSIC(p.Value)
+				d, locale := decodeANSIC(p.Value)
 				if i := strings.IndexByte(d, 0); i >= 0 {
 					// A NUL ends the C string the program gets: $'rm\x00x' is rm.
 					d = d[:i]
+				}
+				if locale {
+					// $'\u00e9' is é in a UTF-8 locale and \u00E9 in the C locale.
+					a.dynamic = true
+					d = dynamicMark
 				}
 				b.WriteString(d)
 			default:
@@ -183,7 +203,7 @@ func (w *walker) param(p *syntax.ParamExp, a *arg, b *strings.Builder, quoted bo
 		case name == "PWD":
 			b.WriteString(".")
 			return
-		case name == "IFS" && !w.ifsSet():
+		case name == "IFS" && w.ifsDefault():
 			// The default IFS: unquoted, in an argument, it splits the word there
 			// (rm${IFS}-rf${IFS}/ is rm -rf /); a quoted part of the word is not split.
 			if !quoted && w.splitting {
@@ -207,15 +227,22 @@ func (w *walker) param(p *syntax.ParamExp, a *arg, b *strings.Builder, quoted bo
 					if hasUnescapedGlob(t) || strings.ContainsAny(t, "*?") {
 						a.glob = true
 					}
-					if w.splitting && strings.ContainsAny(t, w.ifsChars()) {
+					ifs, known := w.ifsChars()
+					if w.splitting && !known && t != "" {
+						// IFS=$1; $x: where the value splits is only known at run time.
+						a.dynamic = true
+						b.WriteString(dynamicMark)
+						return
+					}
+					if w.splitting && strings.ContainsAny(t, ifs) {
 						a.split = true
 						t = strings.Join(strings.FieldsFunc(t, func(r rune) bool {
-							return strings.ContainsRune(w.ifsChars(), r)
+							return strings.ContainsRune(ifs, r)
 						}), splitMark)
-						if strings.ContainsRune(w.ifsChars(), rune(v.text[0])) {
+						if strings.ContainsRune(ifs, rune(v.text[0])) {
 							t = splitMark + t
 						}
-						if strings.ContainsRune(w.ifsChars(), rune(v.text[len(v.text)-1])) {
+						if strings.ContainsRune(ifs, rune(v.text[len(v.text)-1])) {
 							t += splitMark
 						}
 					}
@@ -330,94 +357,26 @@ func unescapeDouble(s string) string {
 	return b.String()
 }
 
-// decodeANSIC decodes the body of a bash $'…' string, where $'\x72\x6d' is rm.
-func decodeANSIC(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 >= len(s) {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		switch e := s[i]; e {
-		case 'a':
-			b.WriteByte('\a')
-		case 'b':
-			b.WriteByte('\b')
-		case 'e', 'E':
-			b.WriteByte(0x1b)
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'v':
-			b.WriteByte('\v')
-		case 'c':
-			if i+1 < len(s) {
-				i++
-				b.WriteByte(s[i] & 0x1f)
-			}
-		case 'x', 'u', 'U':
-			width := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
-			j := i + 1
-			for j < len(s) && j-i-1 < width && isHex(s[j]) {
-				j++
-			}
-			if j == i+1 {
-				b.WriteByte('\\')
-				b.WriteByte(e)
-				continue
-			}
-			n, _ := strconv.ParseUint(s[i+1:j], 16, 32)
-			if e == 'x' {
-				b.WriteByte(byte(n))
-			} else if utf8.ValidRune(rune(n)) {
-				b.WriteRune(rune(n))
-			}
-			i = j - 1
-		case '0', '1', '2', '3', '4', '5', '6', '7':
-			j := i
-			for j < len(s) && j-i < 3 && s[j] >= '0' && s[j] <= '7' {
-				j++
-			}
-			n, _ := strconv.ParseUint(s[i:j], 8, 16)
-			b.WriteByte(byte(n))
-			i = j - 1
-		default:
-			// \\, \', \", \? and unknown escapes stand for the character itself.
-			if e != '\\' && e != '\'' && e != '"' && e != '?' {
-				b.WriteByte('\\')
-			}
-			b.WriteByte(e)
-		}
-	}
-	return b.String()
+// defaultIFS is the value every shell gives IFS when it starts, whatever the environment
+// says.
+const defaultIFS = " \t\n"
+
+// ifsDefault reports whether IFS is known to have its default value.
+func (w *walker) ifsDefault() bool {
+	v, ok := w.st.vars["IFS"]
+	return ok && v.text == defaultIFS && !w.st.noVars
 }
 
-func isHex(c byte) bool {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
-}
-
-// ifsSet reports whether the command gave IFS a known value.
-func (w *walker) ifsSet() bool {
-	_, ok := w.st.vars["IFS"]
-	return ok && !w.st.noVars
-}
-
-// ifsChars are the characters the shell splits fields at.
-func (w *walker) ifsChars() string {
-	if v, ok := w.st.vars["IFS"]; ok && v.text != "" {
-		return v.text
+// ifsChars are the characters the shell splits fields at, and whether they are known. The
+// state holds IFS from the start (newState); once the command gives it a value only known
+// at run time, or one of two branches changes it, it is not there. An empty IFS splits
+// nothing: IFS=; x='rm -rf /'; $x runs one program named "rm -rf /".
+func (w *walker) ifsChars() (string, bool) {
+	v, ok := w.st.vars["IFS"]
+	if !ok || w.st.noVars {
+		return defaultIFS, false
 	}
-	return " \t\n"
+	return v.text, true
 }
 
 // paramCode judges the code bash finds in a variable's value: ${x@P} expands it as a prompt

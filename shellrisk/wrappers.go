@@ -8,6 +8,14 @@ import (
 // wrapper judges the command a wrapper runs.
 func (w *walker) wrapper(p *program, s scanned, in stdin, seg string) {
 	w.codeFlag(p, s, in, seg)
+	if p.name == "exec" && len(s.args) > 0 && !s.args[0].dynamic && strings.HasPrefix(s.args[0].text, "-") {
+		// dash's exec takes no options, not even --: exec -a NAME prog runs a program
+		// named -a. It is that reading's unknown program, as [[ is (see lookup).
+		saved := w.posix
+		w.posix = true
+		w.run(s.args, in, seg)
+		w.posix = saved
+	}
 	inner := s.operands
 	if p.wrapper == wrapDashDash {
 		if !s.dashDash {
@@ -121,7 +129,8 @@ func (w *walker) codeFlag(p *program, s scanned, in stdin, seg string) bool {
 			c := *code
 			if p.callbackArgs > 0 && !c.dynamic {
 				// Called with words only known at run time appended.
-				c.text += strings.Repeat(` "$x"`, p.callbackArgs)
+				// $$ is never a value the command assigned.
+				c.text += strings.Repeat(` "$$"`, p.callbackArgs)
 			}
 			w.judgeCode(p.language, c, in, seg, p.sameShell)
 		}
