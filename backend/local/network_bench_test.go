@@ -25,3 +25,32 @@ func BenchmarkExecNetwork(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkExecCallTracking sets what a call pays for having its proxy refusals named
+// (its command tracked in the sockowner table while it runs) beside the same command
+// untracked, in the same run.
+func BenchmarkExecCallTracking(b *testing.B) {
+	for _, tracked := range []bool{false, true} {
+		name := "untracked"
+		if tracked {
+			name = "tracked"
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := Config{Workspace: b.TempDir()}
+			if tracked {
+				cfg.Attribute = func(backend.ConnOwner) {}
+			}
+			e, err := New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close(context.Background())
+			ctx := backend.WithCall(context.Background(), "call-bench")
+			for i := 0; i < b.N; i++ {
+				if _, err := e.Exec(ctx, backend.Request{Argv: []string{"/bin/true"}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -254,3 +254,47 @@ func TestNetworkAllowlistRefusalNamesItsCall(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkExecSessionCallProxy sets what a session-mode call pays for a reverse-forwarded
+// proxy port of its own (one tcpip-forward request and its cancel on the kept connection)
+// beside the same command given the shared port (no call ID), in the same run.
+func BenchmarkExecSessionCallProxy(b *testing.B) {
+	g, err := urlguard.New(urlguard.Config{Mode: urlguard.ModeAllowlist, AllowDomains: []string{"allowed.test"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := egress.New(g)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go p.Serve(pln)
+	b.Cleanup(func() { p.Close() })
+	eg := backend.Egress{URL: "http://" + pln.Addr().String(), Stop: func() error { return nil },
+		Serve: func(ln net.Listener, owner backend.ConnOwner) func() { return p.ServeOwned(ln, egress.Owner(owner)) }}
+	srv := sshtest.Start(b)
+	env, err := ssh.New(context.Background(), srv.Config, ssh.WithEgress(eg))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Close(context.Background())
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"shared_port", context.Background()},
+		{"port_per_call", backend.WithCall(context.Background(), "call-bench")},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for range b.N {
+				res, err := env.Exec(tc.ctx, backend.Request{Argv: []string{"true"}})
+				if err != nil || res.ExitCode != 0 {
+					b.Fatalf("%v %+v", err, res)
+				}
+			}
+		})
+	}
+}
