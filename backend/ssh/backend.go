@@ -216,9 +216,11 @@ type options struct {
 
 // WithEgress routes commands through a running egress proxy ([network] mode "allowlist"):
 // on every connection the backend asks the remote sshd for a reverse-forwarded port on the
-// remote host's 127.0.0.1, relays each connection made to it to eg.URL on this host, and
-// sets HTTP_PROXY, HTTPS_PROXY, http_proxy, https_proxy (NO_PROXY empty) for every command
-// to that port. The remote host's own network is not cut: a command that ignores the proxy
+// remote host's 127.0.0.1, has the proxy answer there (eg.Serve; without it each connection
+// is relayed to eg.URL on this host), and sets HTTP_PROXY, HTTPS_PROXY, http_proxy,
+// https_proxy (NO_PROXY empty) for every command to that port. A refusal names its call: in
+// helper mode the helper tells which of its commands holds the connection; in session mode
+// each call's commands get a forwarded port of their own (see egress.go). The remote host's own network is not cut: a command that ignores the proxy
 // variables reaches what the host reaches (unless the helper's kernel sandbox forbids TCP,
 // see [Env.Describe]). Close stops the proxy.
 func WithEgress(eg backend.Egress) Option {
