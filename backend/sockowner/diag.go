@@ -14,8 +14,8 @@ import (
 // The socket is found with the kernel's sock_diag interface (NETLINK_SOCK_DIAG, an exact
 // inet_diag request): a hash lookup by the connection's four-tuple. Reading /proc/net/tcp
 // instead walks every bucket of the kernel's socket hash tables, which costs milliseconds
-// on a machine with much memory however few sockets exist (measured: ~2.5 ms with 13
-// sockets, against ~30 µs here); it stays as the fallback where netlink is refused.
+// on a machine with much memory however few sockets exist (BenchmarkFindSocket: ms against
+// tens of µs here); it stays as the fallback where netlink is refused or finds nothing.
 
 const (
 	inetDiagReqLen = 56 // struct inet_diag_req_v2

@@ -125,7 +125,10 @@ func (t *Table) findSocket(client, server netip.AddrPort) (uint64, error) {
 			netlinkRefused.Store(true)
 		}
 	}
-	if netlinkRefused.Load() || t.proc != "/proc" {
+	// The tables are read where netlink is refused, and when it found nothing: a kernel
+	// without the tcp_diag handler answers ENOENT too, and a lookup that finds nothing is
+	// the rare case (the client gave up before its answer).
+	if ino == 0 || netlinkRefused.Load() || t.proc != "/proc" {
 		ino, err = t.scanTables(client, server)
 	}
 	if err != nil {

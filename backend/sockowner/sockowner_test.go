@@ -9,8 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The test binary plays the commands: with SOCKOWNER_DIAL set it connects there (itself,
@@ -18,6 +21,21 @@ import (
 // connection until its stdin closes. No shell is involved.
 func TestMain(m *testing.M) {
 	if addr := os.Getenv("SOCKOWNER_DIAL"); addr != "" {
+		switch os.Getenv("SOCKOWNER_ORPHAN") {
+		case "leader": // start the middle, outlive it, wait for stdin to close
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), "SOCKOWNER_ORPHAN=middle")
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+			_ = cmd.Run()
+			bufio.NewReader(os.Stdin).ReadString('\n')
+			os.Exit(0)
+		case "middle": // start the client and leave it an orphan
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), "SOCKOWNER_ORPHAN=")
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+			_ = cmd.Start()
+			os.Exit(0)
+		}
 		depth, _ := strconv.Atoi(os.Getenv("SOCKOWNER_DEPTH"))
 		if depth > 0 {
 			cmd := exec.Command(os.Args[0])
@@ -43,10 +61,11 @@ type client struct {
 }
 
 // start runs a client named name at depth below the leader, and accepts its connection.
-func start(t testing.TB, ln net.Listener, name string, depth int) client {
+func start(t testing.TB, ln net.Listener, name string, depth int, env ...string) client {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "SOCKOWNER_DIAL="+ln.Addr().String(), "SOCKOWNER_NAME="+name, "SOCKOWNER_DEPTH="+strconv.Itoa(depth))
+	cmd.Env = append(append(os.Environ(), "SOCKOWNER_DIAL="+ln.Addr().String(), "SOCKOWNER_NAME="+name, "SOCKOWNER_DEPTH="+strconv.Itoa(depth)), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a command leads its group, as procgroup starts it
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +157,58 @@ func TestOwner(t *testing.T) {
 	}
 }
 
+// TestOwnerOrphan: the client's parent exited while the command's leader still runs, so
+// the client was handed to this process (a subreaper, as Airlock is); it is found by the
+// process group it kept.
+func TestOwnerOrphan(t *testing.T) {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Skip(err)
+	}
+	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tab := New()
+	o := start(t, ln, "orphan", 0, "SOCKOWNER_ORPHAN=leader")
+	defer tab.Add(o.cmd.Process.Pid, "call-o")()
+	cl, sv := addrs(t, o.conn)
+	// The middle process may not have exited yet: until it has, the client is found below
+	// the leader; after, among the orphans. Either way it is the same call.
+	got, err := tab.Owner(cl, sv)
+	if err != nil || got != "call-o" {
+		t.Fatalf("Owner = %q, %v", got, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !isOrphan(t) {
+		if time.Now().After(deadline) {
+			t.Fatal("the client never became an orphan of this process")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got, err := tab.Owner(cl, sv); err != nil || got != "call-o" {
+		t.Fatalf("orphan: Owner = %q, %v", got, err)
+	}
+}
+
+// isOrphan reports whether one of this process's children (other than the leaders it
+// started) is the client: its main thread's children file lists more than the leader.
+func isOrphan(t *testing.T) bool {
+	self := strconv.Itoa(os.Getpid())
+	b, err := os.ReadFile("/proc/" + self + "/task/" + self + "/children")
+	if err != nil {
+		t.Skip("no children files")
+	}
+	w := walker{proc: "/proc", seen: map[int]bool{}}
+	for _, pid := range pids(b) {
+		if w.pgrp(pid) != pid { // not a group leader: the orphaned client
+			return true
+		}
+	}
+	return false
+}
+
 func TestProcAddr(t *testing.T) {
 	// As /proc/net/tcp spells 127.0.0.1:44119 on a little-endian machine.
 	got := string(procAddr(netip.MustParseAddrPort("127.0.0.1:44119")))
@@ -166,4 +237,35 @@ func BenchmarkOwner(b *testing.B) {
 			b.Fatal(got, err)
 		}
 	}
+}
+
+// BenchmarkFindSocket sets the sock_diag lookup beside reading the /proc socket tables for
+// the same connection, in the same run.
+func BenchmarkFindSocket(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	cl, sv := c.LocalAddr().(*net.TCPAddr).AddrPort(), c.RemoteAddr().(*net.TCPAddr).AddrPort()
+	tab := New()
+	b.Run("sock_diag", func(b *testing.B) {
+		for range b.N {
+			if ino, err := diagInode(cl, sv); err != nil || ino == 0 {
+				b.Fatal(ino, err)
+			}
+		}
+	})
+	b.Run("proc_net_tcp", func(b *testing.B) {
+		for range b.N {
+			if ino, err := tab.scanTables(cl, sv); err != nil || ino == 0 {
+				b.Fatal(ino, err)
+			}
+		}
+	})
 }
