@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/backend/sandbox"
 	"github.com/airlock-dev/airlock/configs"
 	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/metrics"
 	"github.com/airlock-dev/airlock/urlguard"
 )
 
@@ -37,6 +38,7 @@ type doctorReport struct {
 	Ledger       string               `json:"ledger"`
 	StateDir     string               `json:"state_dir"`
 	Network      string               `json:"network"`
+	Metrics      string               `json:"metrics"`
 	Notes        []string             `json:"notes"`
 	Warnings     []string             `json:"warnings,omitempty"`
 }
@@ -94,6 +96,14 @@ func runDoctor(args []string, s stdio) int {
 	if netWarn != "" {
 		r.Warnings = append(r.Warnings, netWarn)
 	}
+	r.Metrics = "off ([metrics] listen not set)"
+	if m := cfg.Metrics; m.Listen != "" {
+		path := m.Path
+		if path == "" {
+			path = metrics.DefaultPath
+		}
+		r.Metrics = "served by airlock mcp at http://" + m.Listen + path
+	}
 	if !r.Enforced {
 		r.Warnings = append(r.Warnings, "nothing but the classifier's reading of the command text holds shell commands to the roots: only commands judged safe run without a person")
 	}
@@ -118,6 +128,7 @@ func runDoctor(args []string, s stdio) int {
 	fmt.Fprintf(w, "policy:       %s where commands run (container isolation: %v, kernel sandbox: %v, network isolation: %v)\n",
 		state, d.Capabilities.FilesystemIsolation, d.Capabilities.KernelSandbox, d.Capabilities.NetworkIsolation)
 	fmt.Fprintf(w, "network:      %s\n", r.Network)
+	fmt.Fprintf(w, "metrics:      %s\n", r.Metrics)
 	fmt.Fprintf(w, "this host:    Landlock ABI %d (sandbox needs %d); airlock non-dumpable: %v\n", r.LandlockABI, sandbox.RequiredABI, r.NonDumpable)
 	fmt.Fprintf(w, "ledger:       %s\nstate dir:    %s\n", r.Ledger, r.StateDir)
 	for _, n := range r.Notes {
