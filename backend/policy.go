@@ -60,9 +60,11 @@ type Egress struct {
 	URL string
 	// Stop stops the proxy.
 	Stop func() error
-	// ForCall, when set, returns a proxy URL that names callID, valid until release: each
-	// command gets it, so that a refusal names its call.
-	ForCall func(callID string) (proxyURL string, release func())
+	// ServeCall, when set, answers on ln — a listener the backend made, such as a unix
+	// socket it hands one call's commands — as callID's until release: every refusal of a
+	// request that arrives there names that call ("" for a command that runs for no call,
+	// whose refusals are the session's, unattributed).
+	ServeCall func(ln net.Listener, callID string) (release func())
 	// Attribute, when set, makes refusals of requests that arrive at URL name the call owner
 	// finds behind each connection (the local backend, whose commands may reach one fixed
 	// port only, tells calls apart by which command holds the socket).

@@ -26,7 +26,7 @@ func (c *Config) networkConflicts() schema.Violations {
 	case urlguard.ModeAllowlist:
 		if n != "" && n != "none" {
 			return schema.Violations{{Path: path,
-				Message: fmt.Sprintf("%q conflicts with [network] mode = \"allowlist\", which puts the container on an internal network of its own; leave it \"none\"", n)}}
+				Message: fmt.Sprintf("%q conflicts with [network] mode = \"allowlist\", which runs the container without a network (its only way out the egress proxy, through the resident helper); leave it \"none\"", n)}}
 		}
 	}
 	return nil

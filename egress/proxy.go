@@ -227,10 +227,11 @@ func (p *Proxy) Token(callID string) (token string, release func()) {
 
 type callKey struct{}
 
-// ServeCall answers on ln for one call until release: every request that arrives there is
-// the call's, so a refusal names it without any credentials in the command's environment
-// (Airlock never passes URL credentials to commands). Give the call's commands ln's address
-// as their proxy. release closes ln and cuts what it carries.
+// ServeCall answers on ln (TCP or unix) for one call until release: every request that
+// arrives there is the call's, so a refusal names it without any credentials in the
+// command's environment (Airlock never passes URL credentials to commands). callID "" is a
+// command that runs for no call: its refusals are recorded unattributed. Give the call's
+// commands ln's address as their proxy. release closes ln and cuts what it carries.
 func (p *Proxy) ServeCall(ln net.Listener, callID string) (release func()) {
 	return p.serveOn(ln, func(ctx context.Context, _ net.Conn) context.Context {
 		return context.WithValue(ctx, callKey{}, callID)
@@ -260,6 +261,9 @@ func (p *Proxy) serveOn(ln net.Listener, connCtx func(context.Context, net.Conn)
 // callOf names the call a request belongs to, or says why it cannot.
 func (p *Proxy) callOf(r *http.Request) (callID, unattributed string) {
 	if id, ok := r.Context().Value(callKey{}).(string); ok {
+		if id == "" {
+			return "", "the command that made the connection runs for no call"
+		}
 		return id, ""
 	}
 	if ci, ok := r.Context().Value(connKey{}).(connInfo); ok {
@@ -437,15 +441,16 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	go func() {
 		// Bytes the client sent after the CONNECT line that the server already buffered.
 		up, _ = io.Copy(upstream, io.MultiReader(io.LimitReader(buf, int64(buf.Reader.Buffered())), client))
-		if tc, ok := upstream.(*net.TCPConn); ok {
-			tc.CloseWrite()
+		if hc, ok := upstream.(interface{ CloseWrite() error }); ok {
+			hc.CloseWrite()
 		}
 		done <- struct{}{}
 	}()
 	go func() {
 		down, _ = io.Copy(client, upstream)
-		if tc, ok := client.(*net.TCPConn); ok {
-			tc.CloseWrite()
+		// A client on a unix socket (the Docker backend's per-call relay) is half-closed too.
+		if hc, ok := client.(interface{ CloseWrite() error }); ok {
+			hc.CloseWrite()
 		}
 		done <- struct{}{}
 	}()

@@ -19,9 +19,9 @@ import (
 
 // egressProxy starts one proxy per environment, on the address given. Refusals go to the
 // receipt ledger as network_denied events under the session and under the call the backend
-// names — by the port the call was given (ForCall: Docker), or by which command holds the
-// connection (Attribute, Serve: local, SSH); one it cannot name is marked unattributed, never
-// guessed. The ledger is a second handle on the file: appends are locked, so handles and
+// names — by the listener the call was given (ServeCall: Docker's per-call socket), or by
+// which command holds the connection (Attribute, Serve: local, SSH); one it cannot name is
+// marked unattributed, never guessed. The ledger is a second handle on the file: appends are locked, so handles and
 // processes share it safely.
 func egressProxy(cfg *configs.Config, session string, log hclog.Logger, m *metrics.Metrics) backend.EgressProxy {
 	return func(ctx context.Context, listen netip.Addr) (backend.Egress, error) {
@@ -62,17 +62,9 @@ func egressProxy(cfg *configs.Config, session string, log hclog.Logger, m *metri
 		}()
 		addr := ln.Addr().String()
 		return backend.Egress{
-			URL:  "http://" + addr,
-			Stop: func() error { return errors.Join(p.Close(), ledger.Close()) },
-			// One port per call on the same address: the port names the call.
-			ForCall: func(callID string) (string, func()) {
-				cln, err := net.Listen("tcp", netip.AddrPortFrom(listen, 0).String())
-				if err != nil {
-					log.Warn("egress proxy: no port for the call; its refusals name only the session", "call_id", callID, "error", err)
-					return "http://" + addr, func() {}
-				}
-				return "http://" + cln.Addr().String(), p.ServeCall(cln, callID)
-			},
+			URL:       "http://" + addr,
+			Stop:      func() error { return errors.Join(p.Close(), ledger.Close()) },
+			ServeCall: p.ServeCall,
 			Attribute: func(owner backend.ConnOwner) { p.SetOwner(egress.Owner(owner)) },
 			Serve: func(ln net.Listener, owner backend.ConnOwner) func() {
 				return p.ServeOwned(ln, egress.Owner(owner))

@@ -137,7 +137,11 @@ func TestDockerAllowlistThroughEgressProxy(t *testing.T) {
 			t.Errorf("refusal under call %q, want the terminal call %q", d.Receipt.CallID, callID)
 		}
 	}
-	// The session's internal network went away with it.
+	// The session's socket directory went away with it, and no internal network was made
+	// (earlier versions put the container on one; now it has no network at all).
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"egress-*")); len(left) != 0 {
+		t.Errorf("egress socket directories left behind: %q", left)
+	}
 	nets, err := cli.NetworkList(context.Background(), network.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -249,6 +249,7 @@ func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) 
 		KillGraceMS:    req.KillGrace.Milliseconds(),
 		MaxOutputBytes: req.MaxOutputBytes,
 		Live:           req.Stdout != nil || req.Stderr != nil,
+		EgressSocket:   req.EgressSocket,
 	}
 	if m.MaxOutputBytes <= 0 {
 		m.MaxOutputBytes = backend.DefaultMaxOutputBytes

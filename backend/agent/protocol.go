@@ -30,6 +30,9 @@ type startMsg struct {
 	// Live asks for a copy of the output in live frames as the command writes it, besides
 	// the capped output sent before the exit.
 	Live bool `json:"live,omitempty"`
+	// EgressSocket, when set, is the unix socket the command's network traffic is relayed
+	// to (egress.go).
+	EgressSocket string `json:"egress_socket,omitempty"`
 }
 
 // Error kinds in exitMsg, mapped back to backend sentinels by the client.
@@ -79,6 +82,11 @@ type Request struct {
 	// are written from a goroutine of the call's own, never from the stream's read loop,
 	// and everything is written before Exec returns.
 	Stdout, Stderr io.Writer
+	// EgressSocket, when set, is a unix socket (a path on the helper's side) that answers as
+	// Airlock's egress proxy for this command: the helper listens on 127.0.0.1 for the
+	// command, sets its proxy variables (see [EgressVars]) to that port and relays each
+	// connection there to the socket. For a command whose only network is its loopback.
+	EgressSocket string
 }
 
 // stdinWindow is the stdin credit each request starts with: what the server may have to

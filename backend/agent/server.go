@@ -277,8 +277,13 @@ func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer) exitMsg 
 			return fail(kindOutside, "working directory %q resolves to %s, outside %s", m.Dir, dir, ws)
 		}
 	}
+	env, stopRelay, err := egressEnv(m)
+	if err != nil {
+		return fail(kindStart, "%v", err)
+	}
+	defer stopRelay()
 	start := time.Now()
-	prog, err := lookPath(argv[0], envValue(m.Env, "PATH"), dir)
+	prog, err := lookPath(argv[0], envValue(env, "PATH"), dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", argv[0], err)
 		return exitMsg{ExitCode: 127, DurationNS: int64(time.Since(start))}
@@ -287,7 +292,7 @@ func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer) exitMsg 
 		Path:      prog,
 		Args:      argv,
 		Dir:       dir,
-		Env:       m.Env,
+		Env:       env,
 		Stdout:    stdout,
 		Stderr:    stderr,
 		Timeout:   time.Duration(m.TimeoutMS) * time.Millisecond,

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -94,12 +95,11 @@ type Env struct {
 	pendingNotes  []string // for the next Result
 	agentDisabled string   // why the helper is not used, "" if it is or may be
 
-	// egressNet, egressURL and egressStop are the internal network and the proxy of
-	// allowlist mode (see WithEgressProxy); empty otherwise.
-	egressNet     string
-	egressURL     string
-	egressStop    func() error
-	egressForCall func(callID string) (string, func())
+	// egressDir, egressStop and egressServe are the session's socket directory on the host
+	// and its proxy in allowlist mode (see WithEgressProxy); empty otherwise.
+	egressDir   string
+	egressStop  func() error
+	egressServe func(ln net.Listener, callID string) (release func())
 }
 
 // New connects to the daemon, finds or creates the container cfg describes and starts the
@@ -160,6 +160,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 		e.endLife()
 		_ = cli.Close()
 		return nil, err
+	}
+	if e.egressDir != "" {
+		e.spec.addEgressMount(e.egressDir)
 	}
 	e.fp = e.spec.fingerprint()
 	e.name = e.containerName()
@@ -231,7 +234,7 @@ func (e *Env) Describe() backend.Description {
 		Target:    e.name + " (" + shortID(e.containerID) + ")",
 		Capabilities: backend.Capabilities{
 			FilesystemIsolation: true,
-			NetworkIsolation:    e.cfg.Network == "none",
+			NetworkIsolation:    e.cfg.Network == "none" && e.egressDir == "",
 			WritableHostMounts:  e.spec.hasWritableBind(),
 			ProcessTreeKill:     true,
 			ResidentHelper:      e.mode == ModeAgent,

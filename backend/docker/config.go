@@ -224,7 +224,7 @@ func (c Config) Validate() error {
 	if !path.IsAbs(c.Workdir) || path.Clean(c.Workdir) == "/" {
 		bad("workdir", "must be an absolute path below /, got %q", c.Workdir)
 	}
-	targets := map[string]string{"/tmp": "the /tmp tmpfs", markDir: "the resident helper's directory"}
+	targets := map[string]string{"/tmp": "the /tmp tmpfs", markDir: "the resident helper's directory", egressMount: "the egress proxy's sockets"}
 	checkTarget := func(k, p string) {
 		switch {
 		case !path.IsAbs(p):

@@ -355,6 +355,7 @@ func GC(ctx context.Context, opts GCOptions) ([]GCItem, error) {
 		items = append(items, it)
 	}
 	items = append(items, gcNetworks(ctx, cli, opts, hostname)...)
+	items = append(items, gcEgressDirs(opts)...)
 	return items, nil
 }
 

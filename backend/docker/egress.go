@@ -2,39 +2,51 @@ package docker
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
+	"net"
 	"net/netip"
 	"os"
+	"path"
+	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/airlock-dev/airlock/backend"
 )
 
-// EgressProxy starts Airlock's egress proxy listening on listen — the host's address on the
-// container's internal network, the only address the container can reach.
+// EgressProxy starts Airlock's egress proxy listening on listen. The Docker backend asks for
+// it on the host's loopback, which its containers cannot reach, and serves each call's
+// commands through [backend.Egress.ServeCall] on a socket of the call's own instead.
 type EgressProxy = backend.EgressProxy
 
 // Egress is a running egress proxy.
 type Egress = backend.Egress
 
-// WithEgressProxy puts the container on an internal Docker network of its own (Internal:
-// true: no route out, not even to the host's other networks), created and labelled by
-// Airlock and removed on Close or by gc, and points HTTP_PROXY and HTTPS_PROXY at the proxy
-// that start runs on that network's gateway address. It serves `[network] mode =
-// "allowlist"`: the proxy is the container's only way out.
+// WithEgressProxy serves `[network] mode = "allowlist"`: the container runs with no network
+// at all (Docker's network mode "none": its own loopback only) and the proxy is its only way
+// out. For each command the backend makes a unix socket in a directory of the session's on
+// the host, bind-mounted read-only at /.airlock-egress, and has the proxy answer on it as the
+// command's call; the resident helper listens on 127.0.0.1 inside the container for that
+// command, points its HTTP(S)_PROXY and ALL_PROXY at that port and relays each connection to
+// the socket (see backend/agent's egress relay). So no host service is reachable from the
+// container — not one listening on every address (0.0.0.0), not a gateway address, since the
+// container has none — and each refusal lands on the call whose socket it came through.
 //
-// Measured with Debian's dockerd 20.10: a container on an internal network reaches the
-// gateway address on the host (so a proxy listening there serves it), nothing beyond the
-// subnet, and not the host's loopback. Any other host service listening on every address
-// (0.0.0.0) is reachable through the gateway address too: bind host services to loopback.
+// The helper is required: where it cannot run (environment.docker.agent = "off", a binary
+// that does not fit the image, or one that stopped twice), allowlist is refused with the
+// reason rather than run without its relay.
 func WithEgressProxy(start EgressProxy) Option {
 	return func(o *options) error {
 		if start == nil {
@@ -45,74 +57,120 @@ func WithEgressProxy(start EgressProxy) Option {
 	}
 }
 
-const labelNetwork = "dev.airlock.network" // "egress" on networks Airlock made for the proxy
+// egressMount is where the session's socket directory appears in the container.
+const egressMount = "/.airlock-egress"
 
-// setupEgress creates the session's internal network, starts the proxy on its gateway and
-// returns cfg changed to use both.
+// egressOwnerFile, in the socket directory, names the process that made it ("PID START"),
+// for gc after a crash.
+const egressOwnerFile = ".owner"
+
+// maxSocketPath is the longest unix socket path the kernel takes (sun_path, with its NUL).
+const maxSocketPath = 107
+
+// labelNetwork marks the internal networks that allowlist sessions of earlier versions
+// created; gc still removes those left behind.
+const labelNetwork = "dev.airlock.network"
+
+// setupEgress checks that allowlist can be delivered, makes the session's socket directory
+// and starts the proxy.
 func (e *Env) setupEgress(ctx context.Context, cfg Config, start EgressProxy) (Config, error) {
-	if cfg.ReuseContainer {
-		return cfg, errors.New(`docker: [network] mode = "allowlist" cannot reuse a container (environment.docker.reuse_container = true): its internal network and proxy live as long as one session; set reuse_container = false`)
+	const mode = `docker: [network] mode = "allowlist"`
+	switch {
+	case cfg.ReuseContainer:
+		return cfg, errors.New(mode + ` cannot reuse a container (environment.docker.reuse_container = true): its egress sockets and proxy live as long as one session; set reuse_container = false`)
+	case cfg.Network != "none":
+		return cfg, fmt.Errorf(mode+` runs the container without a network, its only way out the egress proxy; environment.docker.network = %q conflicts with it (leave it "none")`, cfg.Network)
+	case cfg.Agent == AgentOff:
+		return cfg, errors.New(mode + ` needs the resident helper, which relays the container's only way out to the egress proxy, and environment.docker.agent = "off" turns it off: set agent = "auto", or choose [network] mode = "none" (no network) or "open" (the bridge)`)
+	case e.helper.problem != "":
+		return cfg, fmt.Errorf(mode+` needs the resident helper, which relays the container's only way out to the egress proxy, and it cannot run here: %s (fix environment.docker.agent_binary, or choose [network] mode = "none" or "open")`, e.helper.problem)
 	}
-	if cfg.Network != "none" {
-		return cfg, fmt.Errorf(`docker: [network] mode = "allowlist" puts the container on an internal network of its own; environment.docker.network = %q conflicts with it (leave it "none")`, cfg.Network)
+	dir := filepath.Join(os.TempDir(), cfg.ContainerNamePrefix+"egress-"+e.session)
+	if n := len(dir) + len("/0123456789abcdef.sock"); n > maxSocketPath {
+		return cfg, fmt.Errorf("docker: the egress socket directory %s is too long for a unix socket path (%d > %d bytes): set TMPDIR to a shorter directory", dir, n, maxSocketPath)
 	}
-	name := cfg.ContainerNamePrefix + "net-" + e.session
-	host, _ := os.Hostname()
-	labels := map[string]string{
-		labelOwner:    ownerValue,
-		labelSession:  e.session,
-		labelNetwork:  "egress",
-		labelPID:      strconv.Itoa(os.Getpid()),
-		labelPIDStart: processStart(os.Getpid()),
-		labelHostname: host,
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return cfg, fmt.Errorf("docker: egress socket directory: %w", err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
-	resp, err := e.cli.NetworkCreate(cctx, name, network.CreateOptions{Driver: "bridge", Internal: true, Labels: labels})
-	cancel()
+	e.egressDir = dir
+	pid := os.Getpid()
+	if err := os.WriteFile(filepath.Join(dir, egressOwnerFile), []byte(strconv.Itoa(pid)+" "+processStart(pid)+"\n"), 0o600); err != nil {
+		return cfg, fmt.Errorf("docker: egress socket directory: %w", err)
+	}
+	// Commands run as another user: they may pass through the directory to a socket whose
+	// name they were given, not list it.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return cfg, fmt.Errorf("docker: egress socket directory: %w", err)
+	}
+	eg, err := start(ctx, netip.AddrFrom4([4]byte{127, 0, 0, 1}))
 	if err != nil {
-		if client.IsErrConnectionFailed(err) {
-			return cfg, e.unreachable(err)
-		}
-		return cfg, fmt.Errorf("docker: create internal network %s: %w", name, err)
+		return cfg, fmt.Errorf("docker: start the egress proxy: %w", err)
 	}
-	e.egressNet = resp.ID
-	ictx, cancel := context.WithTimeout(ctx, apiTimeout)
-	info, err := e.cli.NetworkInspect(ictx, resp.ID, network.InspectOptions{})
-	cancel()
-	if err != nil {
-		return cfg, fmt.Errorf("docker: inspect internal network %s: %w", name, err)
+	e.egressStop = eg.Stop
+	if eg.ServeCall == nil {
+		return cfg, errors.New("docker: the egress proxy cannot answer on the container's sockets (it has no ServeCall)")
 	}
-	var gw netip.Addr
-	for _, c := range info.IPAM.Config {
-		if a, err := netip.ParseAddr(c.Gateway); err == nil && a.Is4() {
-			gw = a
-			break
-		}
-	}
-	if !gw.IsValid() {
-		return cfg, fmt.Errorf("docker: internal network %s has no IPv4 gateway for the egress proxy to listen on", name)
-	}
-	eg, err := start(ctx, gw)
-	if err != nil {
-		return cfg, fmt.Errorf("docker: start the egress proxy on %s: %w", gw, err)
-	}
-	proxyURL := eg.URL
-	e.egressStop, e.egressURL, e.egressForCall = eg.Stop, proxyURL, eg.ForCall
-	cfg.Network = name
-	cfg.Env = maps.Clone(cfg.Env)
-	if cfg.Env == nil {
-		cfg.Env = map[string]string{}
-	}
-	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"} {
-		cfg.Env[k] = proxyURL
-	}
-	cfg.Env["NO_PROXY"], cfg.Env["no_proxy"] = "", ""
-	e.log.Debug("egress proxy ready", "network", name, "proxy", proxyURL)
+	e.egressServe = eg.ServeCall
+	e.log.Debug("egress proxy ready", "sockets", dir)
 	return cfg, nil
 }
 
-// teardownEgress stops the proxy and removes the internal network (after the container).
-func (e *Env) teardownEgress(ctx context.Context) error {
+// egressSpec adds the socket directory to the container: read-only, which still lets a
+// command connect(2) to a socket in it.
+func (s *spec) addEgressMount(dir string) {
+	s.Mounts = append(s.Mounts, specs.Mount{Destination: egressMount, Type: "bind", Source: dir,
+		Options: []string{"rbind", "rprivate", "ro"}})
+}
+
+// checkEgressDir checks, before a container starts, that the socket directory is still the
+// session's own: a directory, not a symlink, owned by this process's user.
+func checkEgressDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("docker: egress socket directory: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("docker: refusing to start the container: the egress socket directory %s was replaced (%s)", dir, fi.Mode())
+	}
+	return nil
+}
+
+// callEgress makes the socket one command's traffic goes through, served by the proxy as the
+// command's call, and returns its path in the container and what removes it. Without
+// allowlist it returns "".
+func (e *Env) callEgress(ctx context.Context) (string, func(), error) {
+	if e.egressDir == "" {
+		return "", func() {}, nil
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	name := hex.EncodeToString(b[:]) + ".sock"
+	host := filepath.Join(e.egressDir, name)
+	ln, err := net.Listen("unix", host)
+	if err != nil {
+		return "", nil, fmt.Errorf("docker: egress socket: %w", err)
+	}
+	// The container's user is the workspace owner or nobody: it needs write permission to
+	// connect. The directory, which it cannot list, keeps the name to the command's helper.
+	if err := os.Chmod(host, 0o666); err != nil {
+		ln.Close()
+		return "", nil, fmt.Errorf("docker: egress socket: %w", err)
+	}
+	release := e.egressServe(ln, backend.CallFrom(ctx))
+	return path.Join(egressMount, name), func() {
+		release() // closes the listener, which unlinks the socket
+		_ = os.Remove(host)
+	}, nil
+}
+
+// errNeedsHelper is why an allowlist environment does not run a command without its helper.
+func (e *Env) errNeedsHelper(why string) error {
+	return fmt.Errorf(`docker: [network] mode = "allowlist" needs the resident helper, which relays the container's only way out to the egress proxy, and it is not running (%s); commands are refused rather than run without it: start a new session, or choose [network] mode = "none" or "open"`, why)
+}
+
+// teardownEgress stops the proxy and removes the socket directory.
+func (e *Env) teardownEgress(context.Context) error {
 	var errs []error
 	if e.egressStop != nil {
 		if err := e.egressStop(); err != nil {
@@ -120,13 +178,62 @@ func (e *Env) teardownEgress(ctx context.Context) error {
 		}
 		e.egressStop = nil
 	}
-	if e.egressNet != "" {
-		if err := removeNetwork(ctx, e.cli, e.egressNet); err != nil {
-			errs = append(errs, err)
+	if e.egressDir != "" {
+		if err := os.RemoveAll(e.egressDir); err != nil {
+			errs = append(errs, fmt.Errorf("docker: remove egress socket directory: %w", err))
 		}
-		e.egressNet = ""
+		e.egressDir = ""
 	}
 	return errors.Join(errs...)
+}
+
+// egressDirName is a socket directory's name: the container name prefix, "egress-" and the
+// session.
+var egressDirName = regexp.MustCompile(`egress-[0-9a-f]{12}$`)
+
+// gcEgressDirs removes socket directories whose session ended without Close (its process is
+// gone) or, with All, every one of this user's; NamePrefix applies to the directory's name.
+func gcEgressDirs(opts GCOptions) []GCItem {
+	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), opts.NamePrefix+"*egress-*"))
+	var items []GCItem
+	for _, dir := range matches {
+		if !egressDirName.MatchString(filepath.Base(dir)) {
+			continue
+		}
+		fi, err := os.Lstat(dir)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, egressOwnerFile))
+		if err != nil {
+			continue // not one of ours
+		}
+		pidStr, start, _ := strings.Cut(strings.TrimSpace(string(raw)), " ")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil {
+			continue
+		}
+		reason := ""
+		switch {
+		case opts.All:
+			reason = "--all"
+		case !processAlive(pid, start):
+			reason = "its session ended (process " + pidStr + " is gone)"
+		}
+		if reason == "" || opts.Now.Sub(fi.ModTime()) < opts.MinAge && !opts.All {
+			continue
+		}
+		it := GCItem{Name: dir, Reason: "egress socket directory: " + reason}
+		if !opts.DryRun {
+			it.Err = os.RemoveAll(dir)
+			it.Removed = it.Err == nil
+		}
+		items = append(items, it)
+	}
+	return items
 }
 
 func removeNetwork(ctx context.Context, cli *client.Client, id string) error {
@@ -148,8 +255,9 @@ func removeNetwork(ctx context.Context, cli *client.Client, id string) error {
 	return fmt.Errorf("docker: remove network %s: %w", shortID(id), err)
 }
 
-// gcNetworks removes egress networks whose session ended (its process is gone) or, with
-// All, every one; networks still holding a container are left for the next run.
+// gcNetworks removes the internal networks that earlier versions made for allowlist
+// sessions, once their session ended (its process is gone) or, with All, every one;
+// networks still holding a container are left for the next run.
 func gcNetworks(ctx context.Context, cli *client.Client, opts GCOptions, hostname string) []GCItem {
 	lctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	list, err := cli.NetworkList(lctx, network.ListOptions{Filters: filters.NewArgs(
@@ -183,25 +291,4 @@ func gcNetworks(ctx context.Context, cli *client.Client, opts GCOptions, hostnam
 		items = append(items, it)
 	}
 	return items
-}
-
-// ProxyVars are the variables that point clients at a proxy.
-var ProxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"}
-
-// callProxyEnv returns the request's variables with the proxy URL naming the call, and the
-// function that ends its validity. Without a call or a proxy it returns them unchanged.
-func (e *Env) callProxyEnv(ctx context.Context, env map[string]string) (map[string]string, func()) {
-	id := backend.CallFrom(ctx)
-	if e.egressForCall == nil || id == "" {
-		return env, func() {}
-	}
-	u, release := e.egressForCall(id)
-	out := maps.Clone(env)
-	if out == nil {
-		out = map[string]string{}
-	}
-	for _, k := range ProxyVars {
-		out[k] = u
-	}
-	return out, release
 }

@@ -41,9 +41,12 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		return backend.Result{}, err
 	}
 	timeout, capBytes := req.Effective(e.cfg.DefaultTimeout, e.cfg.MaxOutputBytes)
-	reqEnv, release := e.callProxyEnv(ctx, req.Env)
-	defer release()
-	env := e.policy.Build(hostEnv(), reqEnv)
+	env := e.policy.Build(hostEnv(), req.Env)
+	egressSocket, releaseEgress, err := e.callEgress(ctx)
+	if err != nil {
+		return backend.Result{}, err
+	}
+	defer releaseEgress()
 
 	notes, err := e.ready(ctx)
 	if err != nil {
@@ -59,7 +62,7 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 				Argv: req.Argv, Command: req.Command, Dir: dir, Workspace: e.cfg.Workdir,
 				Env: agent.MergeEnv(base, env), Stdin: req.Stdin, Timeout: timeout,
 				KillGrace: e.cfg.KillGrace, MaxOutputBytes: capBytes,
-				Stdout: req.Stdout, Stderr: req.Stderr,
+				Stdout: req.Stdout, Stderr: req.Stderr, EgressSocket: egressSocket,
 			})
 			if errors.Is(err, backend.ErrUnavailable) && !errors.Is(err, backend.ErrClosed) {
 				said := ""
@@ -68,6 +71,11 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 				}
 				err = fmt.Errorf("docker: the helper in %s stopped while the command ran%s; the environment is repaired on the next call: %w", e.name, said, err)
 			}
+		} else if egressSocket != "" {
+			e.mu.Lock()
+			why := e.agentDisabled
+			e.mu.Unlock()
+			return backend.Result{}, e.errNeedsHelper(why)
 		} else {
 			res, err = e.execOnce(ctx, id, req, dir, env, timeout, capBytes)
 			if errors.Is(err, errNeedsRepair) && attempt == 0 && !e.isClosed() {
@@ -242,8 +250,11 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	if mode == ModeAgent && e.helper.bin != nil && !e.helper.bin.Static() {
 		e.notes = append(e.notes, e.helper.bin.LinkNote())
 	}
-	if e.egressNet != "" {
-		e.notes = append(e.notes, "the container reaches only [network] allow_domains, through Airlock's egress proxy ("+e.egressURL+") on the internal network "+e.cfg.Network)
+	if e.egressDir != "" {
+		e.notes = append(e.notes, "the container has no network of its own (network mode \"none\"); commands reach only [network] allow_domains, through Airlock's egress proxy, which the resident helper relays from 127.0.0.1 inside the container to a socket per command in "+e.egressDir)
+		if mode == ModeExec {
+			return nil, e.errNeedsHelper(disabled)
+		}
 	} else if e.cfg.Network != "none" {
 		e.notes = append(e.notes, "the container has network access (environment.docker.network = \""+e.cfg.Network+"\")")
 	}

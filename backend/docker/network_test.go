@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +59,62 @@ func (d *denialLog) add(x egress.Denial) { d.mu.Lock(); d.list = append(d.list, 
 // proxyVia is the shell prelude that splits HTTP_PROXY into $ph and $pp, for nc.
 const proxyVia = `p=${HTTP_PROXY#http://}; ph=${p%:*}; pp=${p##*:}; `
 
+// proxyStarter is an EgressProxy for tests: the runtime's proxy (egress.New with g), its
+// refusals collected in denials, and the address it was asked to listen on.
+func proxyStarter(t *testing.T, g *urlguard.Guard, denials *denialLog, listened *netip.Addr) docker.EgressProxy {
+	return func(ctx context.Context, ip netip.Addr) (docker.Egress, error) {
+		*listened = ip
+		p, err := egress.New(g, egress.WithOnDenied(denials.add))
+		if err != nil {
+			return docker.Egress{}, err
+		}
+		ln, err := net.Listen("tcp", netip.AddrPortFrom(ip, 0).String())
+		if err != nil {
+			return docker.Egress{}, err
+		}
+		go p.Serve(ln)
+		return docker.Egress{URL: "http://" + ln.Addr().String(), Stop: p.Close, ServeCall: p.ServeCall}, nil
+	}
+}
+
+// allowlistEnv starts a helper-mode environment in allowlist mode with the proxy start,
+// its commands run as user ("" for the default: the workspace's owner).
+func allowlistEnv(t *testing.T, start docker.EgressProxy, user string) *docker.Env {
+	t.Helper()
+	ws := t.TempDir()
+	cfg := testConfig(t, ws, docker.ModeAgent)
+	cfg.ReuseContainer = false
+	if user != "" {
+		if err := os.Chmod(ws, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		cfg.User = user
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	env, err := docker.New(ctx, cfg, docker.WithEgressProxy(start))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close(context.Background()) })
+	if d := env.Describe(); d.Mode != docker.ModeAgent {
+		t.Fatalf("mode %q, want the helper: %q", d.Mode, d.Notes)
+	}
+	return env
+}
+
+// socketDir is the host directory of the environment's egress sockets, from its notes.
+func socketDir(t *testing.T, env *docker.Env) string {
+	t.Helper()
+	for _, n := range env.Describe().Notes {
+		if i := strings.Index(n, "a socket per command in "); i >= 0 {
+			return n[i+len("a socket per command in "):]
+		}
+	}
+	t.Fatalf("Describe notes do not name the socket directory: %q", env.Describe().Notes)
+	return ""
+}
+
 func TestNetworkAllowlistThroughProxy(t *testing.T) {
 	allowed := hostServer(t, "127.0.0.1:0", "allowed-server")
 	other := hostServer(t, "127.0.0.1:0", "other-server")
@@ -72,44 +130,15 @@ func TestNetworkAllowlistThroughProxy(t *testing.T) {
 	}
 	denials := &denialLog{}
 	var listened netip.Addr
-	start := func(ctx context.Context, ip netip.Addr) (docker.Egress, error) {
-		listened = ip
-		p, err := egress.New(g, egress.WithOnDenied(denials.add))
-		if err != nil {
-			return docker.Egress{}, err
-		}
-		ln, err := net.Listen("tcp", netip.AddrPortFrom(ip, 0).String())
-		if err != nil {
-			return docker.Egress{}, err
-		}
-		go p.Serve(ln)
-		addr := ln.Addr().String()
-		return docker.Egress{URL: "http://" + addr, Stop: p.Close, ForCall: func(id string) (string, func()) {
-			cln, err := net.Listen("tcp", netip.AddrPortFrom(ip, 0).String())
-			if err != nil {
-				t.Errorf("call port: %v", err)
-				return "http://" + addr, func() {}
-			}
-			return "http://" + cln.Addr().String(), p.ServeCall(cln, id)
-		}}, nil
-	}
-	cfg := testConfig(t, t.TempDir(), docker.ModeExec)
-	cfg.ReuseContainer = false
+	env := allowlistEnv(t, proxyStarter(t, g, denials, &listened), "")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	env, err := docker.New(ctx, cfg, docker.WithEgressProxy(start))
-	if err != nil {
-		t.Fatal(err)
+	// The proxy's own port is on the host's loopback, which the container does not share:
+	// the container reaches it only through its sockets.
+	if !listened.IsLoopback() {
+		t.Fatalf("proxy listened on %v, want the host's loopback", listened)
 	}
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			env.Close(context.Background())
-		}
-	})
-	if !listened.IsValid() || listened.IsLoopback() {
-		t.Fatalf("proxy listened on %v, want the internal network's gateway", listened)
-	}
+	dir := socketDir(t, env)
 
 	get := func(hostport string) string {
 		return sh(t, env, proxyVia+fmt.Sprintf(`(printf 'GET http://%s/ HTTP/1.0\r\nHost: %s\r\n\r\n'; sleep 2) | nc -w 5 "$ph" "$pp" 2>&1; echo`, hostport, hostport))
@@ -120,8 +149,8 @@ func TestNetworkAllowlistThroughProxy(t *testing.T) {
 	if out := get("other.test:" + otherPort); !strings.Contains(out, " 403 ") || !strings.Contains(out, "not_allowlisted") || strings.Contains(out, "other-server") {
 		t.Fatalf("server not on the allowlist: %q", out)
 	}
-	// Run as call "call-42": its commands get a proxy port of their own, so the refusal names
-	// the call.
+	// Run as call "call-42": its command's proxy port leads to a socket of its call's own,
+	// so the refusal names the call.
 	res, err := env.Exec(backend.WithCall(ctx, "call-42"), backend.Request{Command: proxyVia +
 		`printf 'CONNECT 169.254.169.254:80 HTTP/1.1\r\nHost: 169.254.169.254:80\r\n\r\n' | nc -w 5 "$ph" "$pp" 2>&1; echo`})
 	if err != nil {
@@ -131,42 +160,112 @@ func TestNetworkAllowlistThroughProxy(t *testing.T) {
 		t.Fatalf("CONNECT to the metadata address: %q %q", out, res.Stderr)
 	}
 	// Without the proxy there is no way out: the host's loopback servers are not the
-	// container's loopback, and the internal network has no route beyond its subnet.
+	// container's loopback, and the container has no other interface.
 	if out := sh(t, env, "nc -w 3 127.0.0.1 "+allowedPort+" </dev/null 2>&1; echo rc=$?"); strings.Contains(out, "allowed-server") || !strings.Contains(out, "rc=1") {
 		t.Fatalf("direct connection: %q", out)
 	}
-	if out := sh(t, env, "echo $HTTPS_PROXY"); !strings.Contains(out, listened.String()) {
-		t.Fatalf("HTTPS_PROXY = %q", out)
+	if out := sh(t, env, "ls /sys/class/net"); out != "lo" {
+		t.Fatalf("interfaces: %q, want only lo", out)
+	}
+	out := sh(t, env, `echo "$HTTP_PROXY|$HTTPS_PROXY|$ALL_PROXY|$http_proxy|$https_proxy|$all_proxy|$NO_PROXY|$no_proxy"`)
+	parts := strings.Split(out, "|")
+	if len(parts) != 8 || !strings.HasPrefix(parts[0], "http://127.0.0.1:") || parts[6] != "" || parts[7] != "" {
+		t.Fatalf("proxy variables: %q", out)
+	}
+	for _, p := range parts[1:6] {
+		if p != parts[0] {
+			t.Fatalf("proxy variables differ: %q", out)
+		}
 	}
 	denials.mu.Lock()
 	got := append([]egress.Denial(nil), denials.list...)
 	denials.mu.Unlock()
-	if len(got) != 2 || got[0].Reason != urlguard.NotAllowlisted || got[0].CallID != "" || got[1].Reason != urlguard.Metadata || got[1].Host != "169.254.169.254" || got[1].Port != 80 || got[1].CallID != "call-42" {
+	if len(got) != 2 || got[0].Reason != urlguard.NotAllowlisted || got[0].CallID != "" || got[0].Unattributed == "" ||
+		got[1].Reason != urlguard.Metadata || got[1].Host != "169.254.169.254" || got[1].Port != 80 || got[1].CallID != "call-42" {
 		t.Fatalf("denials: %+v", got)
 	}
-
-	// Close removes the internal network with the container.
-	desc := env.Describe()
-	netName := ""
-	for _, n := range desc.Notes {
-		if i := strings.Index(n, "internal network "); i >= 0 {
-			netName = n[i+len("internal network "):]
-		}
-	}
-	if netName == "" {
-		t.Fatalf("Describe notes do not name the internal network: %q", desc.Notes)
-	}
-	cli := dockertest.Client(t)
-	info, err := cli.NetworkInspect(ctx, netName, network.InspectOptions{})
-	if err != nil || !info.Internal || info.Labels["dev.airlock.owner"] != "airlock" {
-		t.Fatalf("internal network %s: internal=%v labels=%v err=%v", netName, info.Internal, info.Labels, err)
+	// Each command's socket went away with it; Close removes the directory.
+	if left, _ := filepath.Glob(filepath.Join(dir, "*.sock")); len(left) != 0 {
+		t.Fatalf("sockets left after their commands: %q", left)
 	}
 	if err := env.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	closed = true
-	if _, err := cli.NetworkInspect(ctx, netName, network.InspectOptions{}); err == nil {
-		t.Fatalf("network %s is still there after Close", netName)
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket directory %s after Close: %v", dir, err)
+	}
+}
+
+// TestNetworkAllowlistNoHostService: a host service listening on every address (0.0.0.0) —
+// a developer's database, an admin port — cannot be reached from an allowlist container
+// directly by IP, not on the gateway address of a Docker network (the way out an internal
+// network gave), not on loopback; the same server is reachable through the proxy when the
+// allowlist names it. A container on that network in open mode reaches it directly, so the
+// server really answers there.
+func TestNetworkAllowlistNoHostService(t *testing.T) {
+	netName, gw, _ := testNetwork(t)
+	anyAddr := hostServer(t, "0.0.0.0:0", "host-service")
+	_, port, _ := net.SplitHostPort(anyAddr)
+	fetch := func(env backend.Environment, host string) string {
+		return sh(t, env, fmt.Sprintf(`(printf 'GET / HTTP/1.0\r\n\r\n'; sleep 1) | nc -w 3 %s %s 2>&1; echo rc=$?`, host, port))
+	}
+
+	open := testConfig(t, t.TempDir(), docker.ModeExec)
+	open.ReuseContainer = false
+	open.Network = netName
+	if out := fetch(newEnv(t, open), gw.String()); !strings.Contains(out, "host-service") {
+		t.Fatalf("open: the host service on the network's gateway: %q", out)
+	}
+
+	g, err := urlguard.New(urlguard.Config{Mode: urlguard.ModeAllowlist, AllowDomains: []string{"db.test"}, AllowPrivate: true},
+		urlguard.WithResolver(fixedNames{"db.test": gw.String()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listened netip.Addr
+	// As nobody, the user commands run as when the workspace's owner has no account in the
+	// image: the socket directory and sockets must let it connect.
+	env := allowlistEnv(t, proxyStarter(t, g, &denialLog{}, &listened), "65534:65534")
+	if out := sh(t, env, "id -u; ls /.airlock-egress >/dev/null 2>&1 || echo unlistable"); out != "65534\nunlistable" {
+		t.Fatalf("as nobody: %q", out)
+	}
+	for _, host := range []string{gw.String(), "127.0.0.1"} {
+		if out := fetch(env, host); strings.Contains(out, "host-service") || strings.Contains(out, "rc=0") {
+			t.Fatalf("allowlist: the host service was reachable directly at %s: %q", host, out)
+		}
+	}
+	out := sh(t, env, proxyVia+fmt.Sprintf(`(printf 'GET http://db.test:%s/ HTTP/1.0\r\nHost: db.test\r\n\r\n'; sleep 2) | nc -w 5 "$ph" "$pp" 2>&1; echo`, port))
+	if !strings.Contains(out, " 200 ") || !strings.Contains(out, "host-service") {
+		t.Fatalf("allowlist: the named host service through the proxy: %q", out)
+	}
+}
+
+// TestNetworkAllowlistNeedsHelper: allowlist is refused, with the reason and the way to
+// choose, where the helper that relays to the proxy cannot run; nothing is left behind.
+func TestNetworkAllowlistNeedsHelper(t *testing.T) {
+	g, err := urlguard.New(urlguard.Config{Mode: urlguard.ModeAllowlist, AllowDomains: []string{"allowed.test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listened netip.Addr
+	off := testConfig(t, t.TempDir(), docker.ModeExec)
+	off.ReuseContainer = false
+	off.ContainerNamePrefix = prefix + "nohelper_"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	env, err := docker.New(ctx, off, docker.WithEgressProxy(proxyStarter(t, g, &denialLog{}, &listened)))
+	if err == nil {
+		env.Close(ctx)
+		t.Fatal("allowlist without the helper was accepted")
+	}
+	if msg := err.Error(); !strings.Contains(msg, `agent = "off"`) || !strings.Contains(msg, `mode = "none"`) {
+		t.Fatalf("error does not say why and how to choose: %v", err)
+	}
+	if listened.IsValid() {
+		t.Fatal("the proxy was started for a refused environment")
+	}
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), off.ContainerNamePrefix+"egress-*")); len(left) != 0 {
+		t.Fatalf("left behind: %q", left)
 	}
 }
 

@@ -48,9 +48,9 @@ func init() {
 
 // derive applies [network] mode to the session's section: none keeps the container without
 // network, open puts it on environment.docker.network (the default bridge when that is
-// "none"), allowlist puts it on an internal network of its own whose only way out is the
-// runtime's egress proxy (see [WithEgressProxy]). Allowlist containers are not reused:
-// their network and proxy live as long as the session.
+// "none"), allowlist keeps it without a network and relays the resident helper's loopback
+// port to the runtime's egress proxy, its only way out (see [WithEgressProxy]). Allowlist
+// containers are not reused: their sockets and proxy live as long as the session.
 func derive(section any, p backend.Policy) ([]any, error) {
 	c := section.(*Config)
 	switch p.Network.Mode {

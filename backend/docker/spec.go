@@ -155,6 +155,13 @@ func (s spec) checkSources(daemonHost string) error {
 		if m.Type != "bind" {
 			continue
 		}
+		if m.Destination == egressMount {
+			// Airlock's own socket directory, which holds sockets by design.
+			if err := checkEgressDir(m.Source); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		real, err := CheckHostPath(m.Source, daemonHost)
 		switch {
 		case err != nil:
