@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,6 +28,9 @@ var EgressVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy"
 // call lives.
 const egressDialTimeout = 10 * time.Second
 
+// openRelays counts relays started and not yet closed (tests read it).
+var openRelays atomic.Int64
+
 // relay is one command's listener and the connections it carries.
 type relay struct {
 	ln     net.Listener
@@ -44,6 +49,7 @@ func startRelay(socket string) (*relay, error) {
 		return nil, fmt.Errorf("egress relay: listen: %w", err)
 	}
 	r := &relay{ln: ln, socket: socket, conns: map[net.Conn]struct{}{}}
+	openRelays.Add(1)
 	r.wg.Add(1)
 	go r.accept()
 	return r, nil
@@ -124,6 +130,10 @@ func (r *relay) serve(c net.Conn) {
 // Close stops accepting, cuts every relayed connection and waits for the relay's goroutines.
 func (r *relay) Close() {
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
 	r.closed = true
 	for c := range r.conns {
 		c.Close()
@@ -131,6 +141,7 @@ func (r *relay) Close() {
 	r.mu.Unlock()
 	r.ln.Close()
 	r.wg.Wait()
+	openRelays.Add(-1)
 }
 
 // egressEnv returns the command's environment and what ends its relay: unchanged when the
@@ -140,11 +151,24 @@ func egressEnv(m startMsg) ([]string, func(), error) {
 	if m.EgressSocket == "" {
 		return m.Env, func() {}, nil
 	}
+	// Checked before the command starts, so that a socket the container does not see (a
+	// daemon on another host mounts its own directory) fails the call with the reason
+	// rather than running a command whose every connection would be hung up on.
+	if fi, err := os.Stat(m.EgressSocket); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		return nil, nil, fmt.Errorf("egress relay: the egress proxy's socket %s is not here (%v): its directory is bind-mounted from Airlock's host, so the container runtime must run there", m.EgressSocket, statErr(fi, err))
+	}
 	r, err := startRelay(m.EgressSocket)
 	if err != nil {
 		return nil, nil, err
 	}
 	return withProxyEnv(m.Env, r.URL()), r.Close, nil
+}
+
+func statErr(fi os.FileInfo, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return "a " + fi.Mode().Type().String() + ", not a socket"
 }
 
 // withProxyEnv replaces every proxy variable in env with url (NO_PROXY empty).
