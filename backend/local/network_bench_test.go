@@ -2,9 +2,11 @@ package local
 
 import (
 	"context"
+	"os/exec"
 	"testing"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/sandbox"
 )
 
 // BenchmarkExecNetwork sets the cost of a fresh network namespace per command beside the
@@ -52,5 +54,27 @@ func BenchmarkExecCallTracking(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkRulesetPerCall is the alternative tracking avoids: a proxy port per call would
+// need a Landlock ruleset naming that port, so a sandbox planned and its threads restricted
+// for every call. Timed beside BenchmarkExecCallTracking's commands (same /bin/true).
+func BenchmarkRulesetPerCall(b *testing.B) {
+	if sandbox.KernelABI() < sandbox.RequiredABI {
+		b.Skip("no Landlock")
+	}
+	ws := b.TempDir()
+	tmp := b.TempDir()
+	for i := 0; i < b.N; i++ {
+		sb, err := sandbox.New(sandbox.ModeLandlock, sandbox.Policy{ReadRoots: []string{ws}, WriteRoots: []string{ws}, TempDir: tmp,
+			Network: sandbox.Network{ConnectTCP: []uint16{uint16(20000 + i%20000)}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := sb.Do(func() error { return exec.Command("/bin/true").Run() }); err != nil {
+			b.Fatal(err)
+		}
+		sb.Close()
 	}
 }
