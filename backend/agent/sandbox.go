@@ -19,15 +19,22 @@ func (s *server) startCommand(ctx context.Context, spec procgroup.Spec) (procgro
 	if s.opts.TempDir != "" {
 		spec.Env = sandbox.ScratchEnv(spec.Env, s.opts.TempDir, s.opts.Sandbox.Enforced())
 	}
-	var out procgroup.Outcome
-	var runErr error
-	if err := s.opts.Sandbox.Do(func() error {
-		out, runErr = procgroup.Run(ctx, spec)
+	var proc *procgroup.Process
+	var startErr error
+	// Only the fork and exec run on the restricted thread, which is held for the command
+	// until it has ended; the wait happens here (see sandbox.Sandbox.Hold).
+	release, err := s.opts.Sandbox.Hold(func() error {
+		proc, startErr = procgroup.Start(spec)
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		return procgroup.Outcome{}, err
 	}
-	return out, runErr
+	defer release()
+	if startErr != nil {
+		return procgroup.Outcome{}, startErr
+	}
+	return proc.Wait(ctx), nil
 }
 
 // sandboxHello is what the server's hello says about the sandbox.

@@ -62,6 +62,31 @@ type Outcome struct {
 // run like a timeout does, marked Cancelled. The error is non-nil only when the command could
 // not be started.
 func Run(ctx context.Context, s Spec) (Outcome, error) {
+	p, err := Start(s)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return p.Wait(ctx), nil
+}
+
+// Process is a command Start started and Wait has not yet seen to its end. Every Process
+// must be waited for: until then it is registered as a leader the sweep leaves alone.
+type Process struct {
+	cmd        *exec.Cmd
+	pgid       int
+	outR, errR *os.File
+	start      time.Time
+	timeout    time.Duration
+	grace      time.Duration
+	untrack    func() // Spec.Track's, called once the leader exited, before it is reaped
+	drained    sync.WaitGroup
+}
+
+// Start starts the command in its own process group and returns at once. Only the fork and
+// exec happen here: a caller that must start commands from a particular OS thread (the
+// kernel sandbox's restricted threads, which commands inherit their restrictions from) needs
+// that thread for Start alone, and Waits from any goroutine. The timeout counts from Start.
+func Start(s Spec) (*Process, error) {
 	env := s.Env
 	if env == nil {
 		env = []string{}
@@ -85,41 +110,46 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return Outcome{}, fmt.Errorf("stdout pipe: %w", err)
+		return nil, fmt.Errorf("stdout pipe: %w", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		closeAll(outR, outW)
-		return Outcome{}, fmt.Errorf("stderr pipe: %w", err)
+		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 
-	start := time.Now()
+	p := &Process{cmd: cmd, outR: outR, errR: errR, start: time.Now(), timeout: s.Timeout, grace: grace}
 	// Start and registration happen under the lock a sweep takes, so that no sweep sees a
 	// new leader before it is known as one.
 	leadersMu.Lock()
 	if err := cmd.Start(); err != nil {
 		leadersMu.Unlock()
 		closeAll(outR, outW, errR, errW)
-		return Outcome{}, err
+		return nil, err
 	}
 	leaders[cmd.Process.Pid] = true
 	leadersMu.Unlock()
 	closeAll(outW, errW) // the child holds its own copies
-	untrack := func() {}
+	p.untrack = func() {}
 	if s.Track != nil {
-		untrack = s.Track(cmd.Process.Pid)
+		p.untrack = s.Track(cmd.Process.Pid)
 	}
 	if s.Started != nil {
 		s.Started()
 	}
-	pgid := cmd.Process.Pid
+	p.pgid = cmd.Process.Pid
+	p.drained.Add(2)
+	go drain(&p.drained, outR, orDiscard(s.Stdout))
+	go drain(&p.drained, errR, orDiscard(s.Stderr))
+	return p, nil
+}
 
-	var drained sync.WaitGroup
-	drained.Add(2)
-	go drain(&drained, outR, orDiscard(s.Stdout))
-	go drain(&drained, errR, orDiscard(s.Stderr))
-
+// Wait waits for the command to end, killing its group when the timeout passes or ctx is
+// done, then kills what it left in its group and, where this process is a subreaper, what
+// escaped the group; it returns once the output pipes are drained (or PipeDrain has passed).
+func (p *Process) Wait(ctx context.Context) Outcome {
+	pgid := p.pgid
 	done := make(chan struct{})
 	var timedOut, cancelled bool
 	var killed sync.WaitGroup
@@ -127,8 +157,8 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	go func() {
 		defer killed.Done()
 		var timer <-chan time.Time
-		if s.Timeout > 0 {
-			t := time.NewTimer(s.Timeout)
+		if p.timeout > 0 {
+			t := time.NewTimer(p.timeout - time.Since(p.start))
 			defer t.Stop()
 			timer = t.C
 		}
@@ -140,19 +170,19 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 		case <-ctx.Done():
 			cancelled = true
 		}
-		killGroup(pgid, grace, done)
+		killGroup(pgid, p.grace, done)
 	}()
 
 	// Wait for the leader to exit without reaping it: until it is reaped its PID, and so the
 	// group ID, cannot be given to another process, so every signal below reaches this
 	// command's group and nobody else's.
 	waitExit(pgid)
-	untrack()
+	p.untrack()
 	close(done)
 	killed.Wait()
 	// Whatever the command left running in its group dies with it.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	waitErr := cmd.Wait()
+	waitErr := p.cmd.Wait()
 	leadersMu.Lock()
 	delete(leaders, pgid)
 	leadersMu.Unlock()
@@ -160,13 +190,13 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 	if subreaper.Load() {
 		Sweep()
 	}
-	waitDrained(&drained, outR, errR)
+	waitDrained(&p.drained, p.outR, p.errR)
 	return Outcome{
-		ExitCode:  exitCode(cmd.ProcessState, waitErr),
+		ExitCode:  exitCode(p.cmd.ProcessState, waitErr),
 		TimedOut:  timedOut,
 		Cancelled: cancelled,
-		Duration:  time.Since(start),
-	}, nil
+		Duration:  time.Since(p.start),
+	}
 }
 
 // waitExit blocks until process pid has exited, leaving it a zombie for cmd.Wait to reap.

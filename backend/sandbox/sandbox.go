@@ -73,17 +73,21 @@ type generation struct {
 	stamps   []stamp
 	network  Network
 	denyUnix bool
-	jobs     chan job
 	retired  chan struct{} // closed when a newer generation replaces this one, or on Close
-	start    sync.Once
 	workers  sync.WaitGroup
 
-	// spawnMu orders spawn against retire: no worker is added once the generation is
+	// mu guards the fields below. Workers are added only while the generation is not
 	// retired, so workers.Wait never runs beside an Add and the ruleset is closed only after
 	// the last thread restricted by it exists.
-	spawnMu sync.Mutex
+	mu      sync.Mutex
 	done    bool
+	started bool      // the spare workers were made
+	idle    []*worker // workers waiting for a job, none of them held
 }
+
+// worker is one restricted thread's goroutine; it takes jobs on a channel of its own, so a
+// worker that is held (see [Sandbox.Hold]) is never handed a job.
+type worker struct{ jobs chan job }
 
 // stamp is what a directory looked like when its entries were granted.
 type stamp struct {
@@ -176,7 +180,7 @@ func (s *Sandbox) newGeneration() (*generation, error) {
 		return nil, fmt.Errorf("sandbox: landlock ruleset: %w", err)
 	}
 	return &generation{fd: fd, layout: l, stamps: stamps, network: s.policy.Network, denyUnix: s.denyUnix,
-		jobs: make(chan job), retired: make(chan struct{})}, nil
+		retired: make(chan struct{})}, nil
 }
 
 // current returns the generation commands start in now, making a new one when a stamped
@@ -205,10 +209,11 @@ func (s *Sandbox) current() (*generation, error) {
 
 // retire ends the generation's waiting threads and, once the last is gone, its ruleset.
 func (g *generation) retire() {
-	g.spawnMu.Lock()
+	g.mu.Lock()
 	g.done = true
+	g.idle = nil
 	close(g.retired)
-	g.spawnMu.Unlock()
+	g.mu.Unlock()
 	go func() {
 		g.workers.Wait()
 		_ = syscall.Close(g.fd)
@@ -320,50 +325,90 @@ func (s *Sandbox) Close() error {
 // per thread, capabilities are dropped one by one), so restricted threads are kept: each
 // worker goroutine is locked to its thread for good (the runtime never gives that thread to
 // another goroutine, and ends it when the worker returns) and runs one job after another. A
-// command pays the hand-over. Commands that run at the same time are always on different
-// workers, so in different Landlock domains; commands that follow each other on one worker
-// share its domain (what one leaves running is killed when it ends, by procgroup).
+// call pays the hand-over to the worker and back.
 func (s *Sandbox) Do(fn func() error) error {
-	if !s.Enforced() {
-		return fn()
+	release, err := s.Hold(fn)
+	if release != nil {
+		release()
 	}
-	j := job{fn: fn, done: make(chan error, 1)}
+	return err
+}
+
+// Hold is Do for a function that starts a process and returns while it runs: the worker
+// that ran fn takes no other job until release is called, once that process (and whatever
+// it started) has ended. Commands that run at the same time are therefore always started
+// from different workers, so they are in different Landlock domains and cannot signal or
+// ptrace one another; commands that follow each other on one worker share its domain (what
+// one leaves running is killed when it ends, by procgroup). The caller waits for its process
+// on its own goroutine, not on the restricted thread, which is then handed over only once
+// each way. release is nil when err is not; calling it twice is a no-op.
+func (s *Sandbox) Hold(fn func() error) (release func(), err error) {
+	if !s.Enforced() {
+		return func() {}, fn()
+	}
+	j := job{fn: fn, done: make(chan result, 1)}
 	for {
 		g, err := s.current()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		g.start.Do(func() {
-			for i := 0; i < spareThreads; i++ {
-				g.spawn()
-			}
-		})
-		select {
-		case g.jobs <- j:
-			return <-j.done
-		default:
+		w := g.take()
+		if w == nil {
+			continue // retired since current returned: the next call gives the new one
 		}
-		// Every worker is busy: one more, kept afterwards like the others.
-		g.spawn()
 		select {
-		case g.jobs <- j:
-			return <-j.done
+		case w.jobs <- j:
 		case <-g.retired:
-			// Replaced (or closed) while waiting: start again in the current generation.
+			// Replaced (or closed) while the worker was starting: start again in the
+			// current generation.
+			continue
 		}
+		r := <-j.done
+		if !r.ran {
+			return nil, r.err // the worker could not restrict its thread and has ended
+		}
+		var once sync.Once
+		return func() { once.Do(func() { g.put(w) }) }, r.err
 	}
 }
 
-// spawn starts a worker of this generation, unless it is retired (Do then moves on to the
-// current one).
-func (g *generation) spawn() {
-	g.spawnMu.Lock()
-	defer g.spawnMu.Unlock()
+// take returns an idle worker, or a new one (kept afterwards like the others) when every
+// worker is busy or held; nil once the generation is retired.
+func (g *generation) take() *worker {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.done {
-		return
+		return nil
 	}
+	if !g.started {
+		g.started = true
+		for i := 0; i < spareThreads; i++ {
+			g.idle = append(g.idle, g.spawnLocked())
+		}
+	}
+	if n := len(g.idle); n > 0 {
+		w := g.idle[n-1]
+		g.idle = g.idle[:n-1]
+		return w
+	}
+	return g.spawnLocked()
+}
+
+// put gives a worker back once its job is over; a retired generation's workers end instead.
+func (g *generation) put(w *worker) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.done {
+		g.idle = append(g.idle, w)
+	}
+}
+
+// spawnLocked starts a worker of this generation; g.mu is held and g is not retired.
+func (g *generation) spawnLocked() *worker {
+	w := &worker{jobs: make(chan job)}
 	g.workers.Add(1)
-	go g.worker()
+	go g.worker(w)
+	return w
 }
 
 // spareThreads is how many restricted threads are made before the first command.
@@ -371,14 +416,21 @@ const spareThreads = 2
 
 type job struct {
 	fn   func() error
-	done chan error
+	done chan result
+}
+
+// result is a job's outcome; ran is false when the worker could not restrict its thread
+// and fn did not run.
+type result struct {
+	err error
+	ran bool
 }
 
 // worker restricts a thread of its own and runs jobs on it until its generation is
 // retired. The goroutine never unlocks the thread: when it returns, the runtime ends the
 // thread, so the restrictions reach no other goroutine. A worker whose restriction failed
 // refuses its first job and ends.
-func (g *generation) worker() {
+func (g *generation) worker(w *worker) {
 	runtime.LockOSThread()
 	if unix.Gettid() == os.Getpid() {
 		// This is the main thread, the thread-group leader that /proc/PID/... and signals
@@ -387,7 +439,7 @@ func (g *generation) worker() {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			g.worker()
+			g.worker(w)
 		}()
 		<-done
 		runtime.UnlockOSThread()
@@ -398,15 +450,15 @@ func (g *generation) worker() {
 	for {
 		var j job
 		select {
-		case j = <-g.jobs:
+		case j = <-w.jobs:
 		case <-g.retired:
 			return
 		}
 		if err != nil {
-			j.done <- err
+			j.done <- result{err: err}
 			return
 		}
-		j.done <- runJob(j.fn)
+		j.done <- result{err: runJob(j.fn), ran: true}
 	}
 }
 

@@ -270,3 +270,29 @@ func TestRegenerationUnderConcurrentCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldWorkerStartsNothingElse: a command started through Hold keeps its worker, and so
+// its Landlock domain, to itself until released. A command started meanwhile comes from
+// another worker, in a domain of its own, and cannot signal the first.
+func TestHeldWorkerStartsNothingElse(t *testing.T) {
+	f := newFixture(t, sandbox.Network{})
+	held := exec.Command("/bin/sleep", "30")
+	release, err := f.sb.Hold(held.Start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = held.Process.Kill()
+		_ = held.Wait()
+		release()
+	})
+	for i := 0; i < 3; i++ { // whichever idle worker comes next
+		if out, err := f.sh(t, fmt.Sprintf("kill -0 %d", held.Process.Pid)); err == nil {
+			t.Fatalf("a command signalled another command that is running: %s", out)
+		}
+	}
+	_ = held.Process.Kill()
+	_ = held.Wait()
+	release()
+	release() // a second call is a no-op
+}
