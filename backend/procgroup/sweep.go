@@ -114,25 +114,34 @@ var childrenFiles = sync.OnceValue(func() bool {
 // processes there are. Children this process forked itself sit on the forking thread's file
 // and are not looked at: they are the commands Run waits for, or another part of the
 // program's, not escapees. Without children files, every process's stat is read instead.
+//
+// The file is opened once and read again from offset 0 each time (a read at offset 0
+// restarts a seq_file's walk, so every read is current): opening a /proc path costs as much
+// as reading it. Callers hold leadersMu, which guards the file and its buffer.
 func children() []int {
 	if !childrenFiles() {
 		return scanChildren(os.Getpid())
 	}
-	f, err := os.Open(mainChildren)
-	if err != nil {
-		return scanChildren(os.Getpid())
+	if mainChildrenFile == nil {
+		f, err := os.Open("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children")
+		if err != nil {
+			return scanChildren(os.Getpid())
+		}
+		mainChildrenFile = f
 	}
-	defer f.Close()
-	var out []int
-	var buf [4096]byte
-	var data []byte
+	data := mainChildrenBuf[:0]
 	for {
-		n, err := f.Read(buf[:])
-		data = append(data, buf[:n]...)
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, err := mainChildrenFile.ReadAt(data[len(data):cap(data)], int64(len(data)))
+		data = data[:len(data)+n]
 		if err != nil || n == 0 {
 			break
 		}
 	}
+	mainChildrenBuf = data
+	var out []int
 	for _, field := range bytes.Fields(data) {
 		if pid, err := strconv.Atoi(string(field)); err == nil {
 			out = append(out, pid)
@@ -141,7 +150,12 @@ func children() []int {
 	return out
 }
 
-var mainChildren = "/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children"
+// mainChildrenFile is the main thread's children file, opened by the first read, and
+// mainChildrenBuf the buffer it is read into; leadersMu guards both.
+var (
+	mainChildrenFile *os.File
+	mainChildrenBuf  = make([]byte, 0, 4096)
+)
 
 // scanChildren lists the processes whose parent is ppid by reading every /proc/PID/stat: the
 // fallback where children files do not exist.

@@ -71,14 +71,23 @@ func TestChildrenListsOrphans(t *testing.T) {
 			t.Fatal(err)
 		}
 		orphans = append(orphans, pid)
+		// The file is kept open and read again: each read is current.
+		if got := lockedChildren(); !slices.Contains(got, pid) {
+			t.Errorf("orphan %d not listed when it is new: %v", pid, got)
+		}
 	}
 	t.Cleanup(func() {
 		for _, pid := range orphans {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		Sweep()
+		for _, pid := range lockedChildren() {
+			if slices.Contains(orphans, pid) {
+				t.Errorf("orphan %d still listed after the sweep", pid)
+			}
+		}
 	})
-	got, all := children(), scanChildren(os.Getpid())
+	got, all := lockedChildren(), scanChildren(os.Getpid())
 	for _, pid := range orphans {
 		if !slices.Contains(got, pid) {
 			t.Errorf("orphan %d not listed: children() = %v, every child = %v", pid, got, all)
@@ -89,4 +98,11 @@ func TestChildrenListsOrphans(t *testing.T) {
 			t.Errorf("children() lists %d, which is not our child (%v)", pid, all)
 		}
 	}
+}
+
+// lockedChildren reads the children file under the lock its callers hold.
+func lockedChildren() []int {
+	leadersMu.Lock()
+	defer leadersMu.Unlock()
+	return children()
 }
