@@ -101,7 +101,9 @@ func (s *server) handleFile(f frame) error {
 }
 
 func (s *server) startFile(id uint32, m fileMsg, data []byte) {
-	s.wg.Add(1)
+	if !s.track() {
+		return
+	}
 	go func() {
 		defer s.wg.Done()
 		if s.opts.TouchFile != "" {

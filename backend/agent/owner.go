@@ -32,7 +32,9 @@ type ownerDoneMsg struct {
 
 // handleOwner answers an owner frame aside, so that the lookup never stalls the stream.
 func (s *server) handleOwner(f frame) {
-	s.wg.Add(1)
+	if !s.track() {
+		return
+	}
 	go func() {
 		defer s.wg.Done()
 		var m ownerMsg

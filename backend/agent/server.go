@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -53,37 +54,29 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 	if err := s.send(frameHello, 0, mustJSON(hello{Version: ProtocolVersion, Role: "server", PID: os.Getpid(), SandboxEnforced: enforced, SandboxNotes: notes})); err != nil {
 		return fmt.Errorf("agent: send hello: %w", err)
 	}
-	frames := make(chan frame)
-	readErr := make(chan error, 1)
-	go func() {
-		for {
-			f, err := readFrame(r)
-			if err != nil {
-				readErr <- err
-				return
-			}
-			select {
-			case frames <- f:
-			case <-ctx.Done():
-				readErr <- ctx.Err()
-				return
-			}
-		}
-	}()
+	// Frames are read and dispatched on one goroutine (handle never blocks on a command):
+	// a frame passed to another goroutine first would wait for it to be scheduled.
+	frames := make(chan error, 1)
+	go func() { frames <- s.serveFrames(bufio.NewReaderSize(r, 64<<10)) }()
 	defer s.stopAll()
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-frames:
+		return err
+	}
+}
 
+// serveFrames reads frames until r ends (nil) or a frame breaks the protocol.
+func (s *server) serveFrames(r io.Reader) error {
 	greeted := false
 	for {
-		var f frame
-		select {
-		case <-ctx.Done():
+		f, err := readFrame(r)
+		if errors.Is(err, io.EOF) {
 			return nil
-		case err := <-readErr:
-			if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
-				return nil
-			}
+		}
+		if err != nil {
 			return fmt.Errorf("agent: read: %w", err)
-		case f = <-frames:
 		}
 		if !greeted {
 			if err := checkHello(f, "client"); err != nil {
@@ -118,12 +111,25 @@ type server struct {
 	wmu sync.Mutex
 	w   io.Writer
 
-	mu    sync.Mutex
-	procs map[uint32]*proc
-	files map[uint32]*fileIn // file operations waiting for their data
+	mu       sync.Mutex
+	procs    map[uint32]*proc
+	files    map[uint32]*fileIn // file operations waiting for their data
+	stopping bool               // stopAll began: no request starts any more
 	// owners tracks which request each running command's process group is for (owner.go).
 	owners *sockowner.Table
 	wg     sync.WaitGroup
+}
+
+// track counts one more request goroutine for stopAll to wait for; false once the server is
+// stopping, when the request is dropped (its client is gone).
+func (s *server) track() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return false
+	}
+	s.wg.Add(1)
+	return true
 }
 
 func (s *server) send(t frameType, id uint32, payload []byte) error {
@@ -149,10 +155,12 @@ func (s *server) handle(f frame) error {
 			return s.send(frameExit, f.id, mustJSON(exitMsg{ExitCode: -1, Error: "decode start: " + err.Error(), ErrorKind: kindInvalid}))
 		}
 		p = newProc(f.id, m.Stdin)
+		if !s.track() {
+			return nil
+		}
 		s.mu.Lock()
 		s.procs[f.id] = p
 		s.mu.Unlock()
-		s.wg.Add(1)
 		go s.run(p, m)
 	case frameStdin:
 		if p != nil {
@@ -179,6 +187,7 @@ func (s *server) handle(f frame) error {
 // stopAll cancels every running command and waits for them to be reaped.
 func (s *server) stopAll() {
 	s.mu.Lock()
+	s.stopping = true
 	for _, p := range s.procs {
 		p.cancel()
 		p.in.close()
