@@ -140,6 +140,12 @@ type Env struct {
 
 	mu     sync.Mutex
 	closed bool
+
+	// envMu guards the environment built last for a request without variables of its own,
+	// and Airlock's environment it was built from (see commandEnv).
+	envMu   sync.Mutex
+	envHost []string
+	envLast []string
 }
 
 // New checks cfg and returns an environment rooted at its workspace.
