@@ -30,6 +30,8 @@ import (
 //     $'…' quoting: for it the string ends there and what follows runs.
 //   - After >&- or <&- (close a descriptor) bash starts a new word: `rm x >&-y` passes y
 //     to rm, where the parser, dash (a bad descriptor) and busybox read one target -y.
+//   - A number right before &> (`ls 2&>f`) is a word to bash, the end of a background
+//     job to dash and the descriptor of the redirection to busybox.
 
 // lexProblem returns the text around the first place where the shells and the parser may
 // read src differently, or "" when there is none. f is src parsed with comments kept.
@@ -49,6 +51,8 @@ func lexProblem(src string, f *syntax.File) string {
 			problem = quoteProblem(src, x)
 		case *syntax.Redirect:
 			problem = closeProblem(src, x)
+		case *syntax.Stmt:
+			problem = numberAllProblem(src, x)
 		case *syntax.Word:
 			for _, p := range x.Parts {
 				if lit, ok := p.(*syntax.Lit); ok && hasUnicodeSpace(lit.Value) {
@@ -114,6 +118,25 @@ func closeProblem(src string, r *syntax.Redirect) string {
 		return ""
 	}
 	return around(src, int(r.OpPos.Offset()))
+}
+
+// numberAllProblem finds a word of digits glued to a &> or &>> after it.
+func numberAllProblem(src string, s *syntax.Stmt) string {
+	call, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok {
+		return ""
+	}
+	for _, r := range s.Redirs {
+		if r.Op != syntax.RdrAll && r.Op != syntax.AppAll {
+			continue
+		}
+		for _, w := range call.Args {
+			if w.End() == r.OpPos && isNumber(w.Lit()) {
+				return around(src, int(r.OpPos.Offset()))
+			}
+		}
+	}
+	return ""
 }
 
 // hasUnicodeSpace reports whether s holds a space character beyond ASCII, or one of the

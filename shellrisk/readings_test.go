@@ -34,6 +34,10 @@ func TestShellReadings(t *testing.T) {
 		// &> is one redirection to bash and busybox, a background job and a redirection to
 		// dash.
 		{family: "amp-redirect", command: "echo x &>/dev/null rm -rf /tmp/p", want: []string{"echo|x|rm|-rf|/tmp/p", "rm|-rf|/tmp/p"}},
+		// A number before &> is a word to bash and a descriptor to busybox.
+		{family: "amp-redirect", command: "ls 2&>f rm -rf /tmp/p", closed: true},
+		{family: "amp-redirect", command: "ls 2&>>f", closed: true},
+		{family: "amp-redirect", command: "ls 2 &>f", want: []string{"ls|2"}},
 		// bash starts a new word after the - of >&-: the parser does not.
 		{family: "close-fd", command: "rm -rf /tmp/p >&-\v#;rm -rf /tmp/p", closed: true},
 		{family: "close-fd", command: "rm -rf /tmp/p >&-x", closed: true},
@@ -48,6 +52,8 @@ func TestShellReadings(t *testing.T) {
 		{family: "exec-options", command: "exec -- rm -rf /tmp/p", want: []string{"rm|-rf|/tmp/p", "--|rm|-rf|/tmp/p"}},
 		{family: "exec-options", command: "shopt -s expand_aliases\nalias ls='exec -a foo rm -rf /tmp/p'\nls", want: []string{"ls", "-a|foo|rm|-rf|/tmp/p"}},
 		{family: "exec-options", command: "exec rm -rf /tmp/p", want: []string{"rm|-rf|/tmp/p"}, never: []string{"-rf|/tmp/p"}},
+		{family: "exec-options", command: "eval -- rm -rf /tmp/p", want: []string{"rm|-rf|/tmp/p", "--|rm|-rf|/tmp/p"}},
+		{family: "exec-options", command: "eval -- 'rm -rf /tmp/p'", want: []string{"rm|-rf|/tmp/p", "--|rm|-rf|/tmp/p"}},
 		// Built-ins that call code with more words: compgen -C CMD adds three, mapfile -C two.
 		{family: "callback", command: "compgen${IFS}-C${IFS}'rm${IFS}-rf${IFS}~'${IFS}x", want: []string{"rm|-rf|~|…|…|…"}},
 		{family: "callback", command: "x=y; compgen -C 'rm -rf /tmp/p' x", want: []string{"rm|-rf|/tmp/p|…|…|…"}, never: []string{"rm|-rf|/tmp/p|y|y|y"}},
@@ -59,6 +65,12 @@ func TestShellReadings(t *testing.T) {
 		{family: "ifs", command: "if true; then IFS=:; fi; x=a:b; ls $x", want: []string{"ls|…"}},
 		{family: "ifs", command: "IFS=:; sh -c 'x=\"a b\"; ls $x'", want: []string{"ls|a|b"}},
 		{family: "ifs", command: "x=; $x rm -rf /tmp/p", want: []string{"rm|-rf|/tmp/p"}},
+		// A delimiter that is not white space ends a field, an empty one too.
+		{family: "ifs", command: "IFS=:; x=a::b; ls $x", want: []string{"ls|a||b"}},
+		{family: "ifs", command: "IFS=:; x=:a:b:; ls $x", want: []string{"ls||a|b"}},
+		{family: "ifs", command: "IFS=:; x=:a; ls pre$x", want: []string{"ls|pre|a"}},
+		{family: "ifs", command: "IFS=' :'; x=' a : : b '; ls $x", want: []string{"ls|a||b"}},
+		{family: "ifs", command: "x='  a  b '; ls p$x", want: []string{"ls|p|a|b"}},
 		// $'…': bash decodes C escapes (a NUL ends the word), dash reads a $ and a string,
 		// busybox decodes fewer escapes and drops a NUL.
 		{family: "ansi-c", command: `$'\u0072m' -rf /tmp/p`, want: []string{"rm|-rf|/tmp/p", `$\u0072m|-rf|/tmp/p`, `\u0072m|-rf|/tmp/p`}},

@@ -35,6 +35,60 @@ type arg struct {
 // splitMark stands in the text where the shell splits a word into fields.
 const splitMark = "\x01"
 
+// keepMark stands in the text for an empty field that the shell keeps: IFS=: splits a::b
+// into a, an empty word and b.
+const keepMark = "\x03"
+
+// ifsSplit writes where the shell splits s into fields, as POSIX field splitting does: IFS
+// white space around a delimiter is part of it and at the start or end of s makes no
+// field, while each other IFS character ends a field, an empty one included. A field is
+// joined to the text before and after the expansion in its word, so s starting or ending
+// with a delimiter starts or ends with splitMark.
+func ifsSplit(s, ifs string) string {
+	white := func(c byte) bool { return (c == ' ' || c == '\t' || c == '\n') && strings.IndexByte(ifs, c) >= 0 }
+	other := func(c byte) bool { return c != ' ' && c != '\t' && c != '\n' && strings.IndexByte(ifs, c) >= 0 }
+	var b strings.Builder
+	i := 0
+	for i < len(s) && white(s[i]) {
+		i++
+	}
+	if i > 0 {
+		b.WriteString(splitMark)
+	}
+	for n := 0; i < len(s); n++ {
+		start := i
+		for i < len(s) && !white(s[i]) && !other(s[i]) {
+			i++
+		}
+		f := s[start:i]
+		if n > 0 {
+			b.WriteString(splitMark)
+		}
+		if i == len(s) {
+			b.WriteString(f)
+			break
+		}
+		// The delimiter: white space, at most one other IFS character, white space.
+		for i < len(s) && white(s[i]) {
+			i++
+		}
+		if i < len(s) && other(s[i]) {
+			i++
+			for i < len(s) && white(s[i]) {
+				i++
+			}
+		}
+		if f == "" {
+			f = keepMark
+		}
+		b.WriteString(f)
+		if i == len(s) {
+			b.WriteString(splitMark)
+		}
+	}
+	return b.String()
+}
+
 // dynamicMark stands in the text for the parts of a word that are only known at run time.
 const dynamicMark = "\x00"
 
@@ -80,7 +134,9 @@ func appendFields(out []arg, a arg) []arg {
 		return append(out, a)
 	}
 	for i, f := range strings.Split(a.text, splitMark) {
-		if f == "" {
+		keep := strings.Contains(f, keepMark)
+		f = strings.ReplaceAll(f, keepMark, "")
+		if f == "" && !keep {
 			continue
 		}
 		fa := a
@@ -234,17 +290,15 @@ func (w *walker) param(p *syntax.ParamExp, a *arg, b *strings.Builder, quoted bo
 						b.WriteString(dynamicMark)
 						return
 					}
+					if w.splitting && strings.ContainsAny(t, splitMark+keepMark) {
+						// A value holding the marks this reading writes is not read.
+						a.dynamic = true
+						b.WriteString(dynamicMark)
+						return
+					}
 					if w.splitting && strings.ContainsAny(t, ifs) {
 						a.split = true
-						t = strings.Join(strings.FieldsFunc(t, func(r rune) bool {
-							return strings.ContainsRune(ifs, r)
-						}), splitMark)
-						if strings.ContainsRune(ifs, rune(v.text[0])) {
-							t = splitMark + t
-						}
-						if strings.ContainsRune(ifs, rune(v.text[len(v.text)-1])) {
-							t += splitMark
-						}
+						t = ifsSplit(t, ifs)
 					}
 				}
 				b.WriteString(t)

@@ -8,12 +8,12 @@ import (
 // wrapper judges the command a wrapper runs.
 func (w *walker) wrapper(p *program, s scanned, in stdin, seg string) {
 	w.codeFlag(p, s, in, seg)
-	if p.name == "exec" && len(s.args) > 0 && !s.args[0].dynamic && strings.HasPrefix(s.args[0].text, "-") {
-		// dash's exec takes no options, not even --: exec -a NAME prog runs a program
-		// named -a. It is that reading's unknown program, as [[ is (see lookup).
+	if posixNoOptions[p.name] && len(s.args) > 0 && !s.args[0].dynamic && strings.HasPrefix(s.args[0].text, "-") {
+		// The POSIX reading: the first word is no option but the program or the code.
+		// Its unknown program is not a reason, as [[ is not (see lookup).
 		saved := w.posix
 		w.posix = true
-		w.run(s.args, in, seg)
+		w.runWrapped(p, s.args, in, seg)
 		w.posix = saved
 	}
 	inner := s.operands
@@ -55,6 +55,11 @@ func (w *walker) wrapper(p *program, s scanned, in stdin, seg string) {
 	}
 	w.runWrapped(p, inner, in, seg)
 }
+
+// posixNoOptions are the built-ins that take options in bash and none in dash (exec, eval)
+// or busybox sh (eval), not even --: there exec -a NAME prog runs a program named -a, and
+// eval -- CODE runs the code "-- CODE", a program named --.
+var posixNoOptions = map[string]bool{"exec": true, "eval": true}
 
 // runWrapped judges the command a wrapper runs, after the wrapper's own arguments.
 func (w *walker) runWrapped(p *program, inner []arg, in stdin, seg string) {
