@@ -74,8 +74,20 @@ func (w *walker) callArgs(args []arg, in stdin, seg string) {
 		w.run(append([]arg{{text: p}}, args[1:]...), in, seg)
 	}
 	if body, ok := w.aliases[name.text]; ok && !name.dynamic && !name.quoted && !w.expanding[name.text] && w.depth < maxDepth {
-		w.aliasReading(name.text, body, args[1:], in, seg)
+		// Each reading from the same state: a function or variable the alias's text
+		// defines does not exist where bash runs the word itself.
+		w.branches(false,
+			func() { w.aliasReading(name.text, body, args[1:], in, seg) },
+			func() { w.callWord(args, in, seg) })
+		return
 	}
+	w.callWord(args, in, seg)
+}
+
+// callWord runs an expanded simple command by its first word: a function the command
+// defined, or a program.
+func (w *walker) callWord(args []arg, in stdin, seg string) {
+	name := args[0]
 	if def := w.st.funcs[name.text]; def != nil && !name.dynamic && !strings.Contains(name.text, "/") {
 		w.calls++
 		if w.calls > maxCalls {

@@ -40,9 +40,16 @@ func bashOnly(f *syntax.File) bool {
 		case *syntax.ArithmCmd, *syntax.TestClause, *syntax.DeclClause, *syntax.LetClause,
 			*syntax.CoprocClause, *syntax.ArrayExpr, *syntax.ProcSubst, *syntax.ExtGlob, *syntax.TimeClause:
 			found = true
-		case *syntax.Lit:
-			// {a,b} and {1..3}; syntax.SplitBraces would change the tree.
-			v := x.Value
+		case *syntax.Word:
+			// {a,b} and {1..3}, also with quotes inside ({rm,-r''f,/}); syntax.SplitBraces
+			// would change the tree.
+			var b strings.Builder
+			for _, p := range x.Parts {
+				if l, ok := p.(*syntax.Lit); ok {
+					b.WriteString(l.Value)
+				}
+			}
+			v := b.String()
 			found = strings.Contains(v, "{") && strings.Contains(v, "}") && (strings.Contains(v, ",") || strings.Contains(v, ".."))
 		case *syntax.FuncDecl:
 			found = x.RsrvWord

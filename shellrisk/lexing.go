@@ -15,7 +15,11 @@ import (
 //   - A carriage return is a blank to the parser and an ordinary character to every shell:
 //     `echo hi\r# ; rm -rf /` is a comment to one and a deletion to the others.
 //   - A NUL byte is skipped by the parser; shells differ (bash drops it, others cut the
-//     line).
+//     line). The bytes 0x01 to 0x03 are the marks this package writes into words it
+//     expands (field splits, the home directory, kept empty fields): a command holding one
+//     is not read either.
+//   - A backslash-newline right after a $ joins the lines to the shells ($\⏎{IFS} is
+//     ${IFS}) and not to the parser, which reads a literal $ and {IFS}.
 //   - A comment ends at the newline in every shell, but the parser joins a backslash-newline
 //     inside it to the next line, which it then reads as part of the command before it.
 //   - A # starts a comment only at the start of a word. After `)` (a subshell, an array
@@ -36,7 +40,10 @@ import (
 // lexProblem returns the text around the first place where the shells and the parser may
 // read src differently, or "" when there is none. f is src parsed with comments kept.
 func lexProblem(src string, f *syntax.File) string {
-	if i := strings.IndexAny(src, "\r\x00"); i >= 0 {
+	if i := strings.IndexAny(src, "\r\x00\x01\x02\x03"); i >= 0 {
+		return around(src, i)
+	}
+	if i := strings.Index(src, "$\\\n"); i >= 0 {
 		return around(src, i)
 	}
 	problem := ""

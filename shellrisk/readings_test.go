@@ -85,6 +85,17 @@ func TestShellReadings(t *testing.T) {
 		{family: "alias-input", command: "alias x='echo \\'\nx y", closed: true},
 		{family: "alias-input", command: "alias x='cat <<-E'\nx", closed: true},
 		{family: "alias-input", command: "alias x='cat <<< y'\nx", want: []string{"x", "cat"}},
+		// Each reading of an alias from the same state: bash without expand_aliases never
+		// defines the function the text defines.
+		{family: "alias-input", command: "alias ls='ls() { rm -rf /tmp/p; }; ls'\nls", want: []string{"ls", "rm|-rf|/tmp/p"}},
+		// Braces with quotes inside are still braces to bash and text to dash.
+		{family: "braces", command: "{rm,-r''f,/tmp/p}", want: []string{"rm|-rf|/tmp/p", "{rm,-rf,/tmp/p}"}},
+		// A quoted empty part is a field of its own.
+		{family: "ifs", command: "ls${IFS}''${IFS}x", want: []string{"ls||x"}},
+		{family: "ifs", command: "y=; ls${IFS}\"$y\"${IFS}x", want: []string{"ls||x"}},
+		// The marks this package writes into words, and a continuation after $.
+		{family: "lexing", command: "rm${IFS}-rf${IFS}/boot/\x01rm -rf /tmp/p", closed: true},
+		{family: "lexing", command: "git${IFS}push${IFS}--force$\\\n{IFS}origin", closed: true},
 		// a[i]=1 and a+=1 are assignments to bash and programs to dash and busybox.
 		{family: "subscript", command: "x='a[$(rm -rf /tmp/p)]'; a[x]=1", want: []string{"rm|-rf|/tmp/p", "a[x]=1"}},
 		{family: "subscript", command: "a+=1 ls", want: []string{"ls", "a+=1|ls"}},

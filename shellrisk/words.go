@@ -175,6 +175,10 @@ func (w *walker) resolve(word *syntax.Word) arg {
 			b.WriteString(unescapeLit(v))
 		case *syntax.SglQuoted:
 			a.quoted = true
+			if w.splitting && p.Value == "" {
+				// A quoted part makes a field even when it is empty: -N${IFS}''${IFS}-q.
+				b.WriteString(keepMark)
+			}
 			switch {
 			case (p.Dollar || busyboxDollar) && w.busybox:
 				busyboxDollar = false
@@ -199,6 +203,7 @@ func (w *walker) resolve(word *syntax.Word) arg {
 			}
 		case *syntax.DblQuoted:
 			a.quoted = true
+			start := b.Len()
 			if p.Dollar && w.posix {
 				// dash: $"x" is a $ and "x".
 				b.WriteString("$")
@@ -213,6 +218,10 @@ func (w *walker) resolve(word *syntax.Word) arg {
 					a.dynamic = true
 					b.WriteString(dynamicMark)
 				}
+			}
+			if w.splitting && b.Len() == start {
+				// "" and "$empty" are an empty field of their own.
+				b.WriteString(keepMark)
 			}
 		case *syntax.ParamExp:
 			w.param(p, &a, &b, false)
@@ -229,6 +238,9 @@ func (w *walker) resolve(word *syntax.Word) arg {
 		}
 	}
 	a.text = b.String()
+	if !a.split && strings.Contains(a.text, keepMark) {
+		a.text = strings.ReplaceAll(a.text, keepMark, "")
+	}
 	if a.jobPID && a.text != dynamicMark {
 		// $!x is not a PID.
 		a.jobPID = false
