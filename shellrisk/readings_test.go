@@ -96,6 +96,17 @@ func TestShellReadings(t *testing.T) {
 		// The marks this package writes into words, and a continuation after $.
 		{family: "lexing", command: "rm${IFS}-rf${IFS}/boot/\x01rm -rf /tmp/p", closed: true},
 		{family: "lexing", command: "git${IFS}push${IFS}--force$\\\n{IFS}origin", closed: true},
+		// A value read at run time, evaluated as a number, runs the subscripts it holds.
+		{family: "arith-data", command: "read x; echo $((x))", want: []string{"…"}},
+		{family: "arith-data", command: "read x; a[x]=1", want: []string{"…"}},
+		{family: "arith-data", command: "x=$(cat f); echo ${a[$x]}", want: []string{"…"}},
+		{family: "arith-data", command: "read x; [[ $x -eq 1 ]]", want: []string{"…"}},
+		{family: "arith-data", command: "for i in $(cat f); do echo $((i)); done", want: []string{"…"}},
+		{family: "arith-data", command: "read x; declare -i y=x", want: []string{"…"}},
+		{family: "arith-data", command: "echo $(($1))", want: []string{"…"}},
+		{family: "arith-data", command: "for i in $(seq 3); do echo $((i*2)); done", never: []string{"…"}},
+		{family: "arith-data", command: "n=$(grep x f | wc -l); echo $((n+1))", never: []string{"…"}},
+		{family: "arith-data", command: "i=0; while :; do i=$((i+1)); done", never: []string{"…"}},
 		// a[i]=1 and a+=1 are assignments to bash and programs to dash and busybox.
 		{family: "subscript", command: "x='a[$(rm -rf /tmp/p)]'; a[x]=1", want: []string{"rm|-rf|/tmp/p", "a[x]=1"}},
 		{family: "subscript", command: "a+=1 ls", want: []string{"ls", "a+=1|ls"}},

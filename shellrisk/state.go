@@ -29,6 +29,10 @@ type shellState struct {
 	// noVars is set once a nameref exists (declare -n): an assignment to one name may then
 	// change another, so no variable is known.
 	noVars bool
+	// data are the variables whose value the command read at run time, ints the ones
+	// declared integers, whose assigned values bash evaluates (see arith.go).
+	data map[string]bool
+	ints map[string]bool
 }
 
 // varValue is a variable's literal value.
@@ -56,6 +60,8 @@ func (s shellState) clone() shellState {
 	s.vars = maps.Clone(s.vars)
 	s.funcs = maps.Clone(s.funcs)
 	s.cwds = slices.Clone(s.cwds)
+	s.data = maps.Clone(s.data)
+	s.ints = maps.Clone(s.ints)
 	return s
 }
 
@@ -129,6 +135,18 @@ func mergeStates(outs []shellState) shellState {
 		}
 		m.cwdDynamic = m.cwdDynamic || o.cwdDynamic
 		m.noVars = m.noVars || o.noVars
+		for k := range o.data {
+			if m.data == nil {
+				m.data = map[string]bool{}
+			}
+			m.data[k] = true
+		}
+		for k := range o.ints {
+			if m.ints == nil {
+				m.ints = map[string]bool{}
+			}
+			m.ints[k] = true
+		}
 	}
 	if len(m.cwds) > maxCwds {
 		m.cwds = m.cwds[:1]
@@ -143,10 +161,12 @@ func (w *walker) setVar(name string, v varValue) {
 		return
 	}
 	w.st.vars[name] = v
+	delete(w.st.data, name)
 }
 
 func (w *walker) forget(name string) {
 	delete(w.st.vars, name)
+	delete(w.st.data, name)
 }
 
 // specialBuiltins keep the variables assigned before them (x=1 export …) in POSIX mode.
@@ -265,6 +285,7 @@ func (w *walker) stateEffects(name string, args []arg, seg string) {
 			w.add(codeEnvHijack, seg)
 		}
 		w.forget(base)
+		w.markData(base)
 	}
 }
 

@@ -89,6 +89,13 @@ func (w *walker) substs(node syntax.Node) {
 			return false
 		case *syntax.ParamExp:
 			w.paramCode(x)
+			if x.Index != nil {
+				w.arithData(x.Index)
+			}
+			if x.Slice != nil {
+				w.arithData(x.Slice.Offset)
+				w.arithData(x.Slice.Length)
+			}
 		case *syntax.ExtGlob:
 			// @(a|$(cmd)): the parser keeps the pattern as text, the shell expands it.
 			if p := x.Pattern.Value; strings.Contains(p, "$(") || strings.Contains(p, "`") {
@@ -96,11 +103,27 @@ func (w *walker) substs(node syntax.Node) {
 			}
 		case *syntax.ArithmExp:
 			w.arithCode(x.X)
+			w.arithData(x.X)
 		case *syntax.ArithmCmd:
 			w.arithCode(x.X)
+			w.arithData(x.X)
 		case *syntax.LetClause:
 			for _, e := range x.Exprs {
 				w.arithCode(e)
+				w.arithData(e)
+			}
+		case *syntax.CStyleLoop:
+			for _, e := range []syntax.ArithmExpr{x.Init, x.Cond, x.Post} {
+				w.arithCode(e)
+				w.arithData(e)
+			}
+		case *syntax.BinaryTest:
+			if arithTest(x.Op) {
+				for _, e := range []syntax.TestExpr{x.X, x.Y} {
+					if word, ok := e.(*syntax.Word); ok {
+						w.arithWord(word)
+					}
+				}
 			}
 		}
 		return true
@@ -223,14 +246,28 @@ func (w *walker) forClause(c *syntax.ForClause, in stdin) {
 		literal = literal && !it.dynamic && !it.glob
 	}
 	if !literal {
-		w.forget(name)
+		// The items of for i in $(cat list) are data; so are file names a glob matches.
+		data := false
+		for _, it := range items {
+			data = data || it.glob
+		}
+		for _, item := range wi.Items {
+			data = data || w.fromData(item)
+		}
+		setLoopVar := func() {
+			w.forget(name)
+			if data {
+				w.markData(name)
+			}
+		}
+		setLoopVar()
 		for range 2 {
 			w.branches(true, func() {
-				w.forget(name)
+				setLoopVar()
 				w.stmts(c.Do, in)
 			})
 		}
-		w.forget(name)
+		setLoopVar()
 		return
 	}
 	// Few literal items: judge the body once per value, so `for d in / ; do rm -rf $d; done`
@@ -312,11 +349,22 @@ func (w *walker) assign(a *syntax.Assign, seg string) {
 		if !v.dynamic {
 			w.hookCode(name, v.text, seg)
 		}
+		if a.Index != nil {
+			w.arithData(a.Index)
+		}
+		if w.st.ints[name] {
+			// declare -i y; y=$x: the value is evaluated as a number.
+			w.arithWord(a.Value)
+		}
 		switch {
 		case v.jobPID && v.text == dynamicMark && !a.Append && a.Index == nil:
 			w.setVar(name, varValue{jobPID: true})
 		case v.dynamic || a.Append || a.Index != nil:
+			data := w.fromData(a.Value) || a.Append && w.st.data[name]
 			w.forget(name)
+			if data {
+				w.markData(name)
+			}
 		default:
 			w.setVar(name, varValue{text: v.text, tilde: v.tilde})
 		}
@@ -363,6 +411,7 @@ func (w *walker) assignText(v arg, seg string) {
 func (w *walker) declClause(c *syntax.DeclClause) {
 	seg := w.text(c)
 	nameref := c.Variant != nil && c.Variant.Value == "nameref"
+	integer := false
 	for _, a := range c.Args {
 		if a == nil {
 			continue
@@ -372,10 +421,17 @@ func (w *walker) declClause(c *syntax.DeclClause) {
 			v := w.resolve(a.Value)
 			if !v.dynamic && len(v.text) > 1 && (v.text[0] == '-' || v.text[0] == '+') {
 				nameref = nameref || (v.text[0] == '-' && strings.Contains(v.text, "n"))
+				integer = integer || (v.text[0] == '-' && strings.Contains(v.text, "i"))
 				continue
 			}
 			w.assignText(v, seg)
 			continue
+		}
+		if integer && a.Name != nil {
+			if w.st.ints == nil {
+				w.st.ints = map[string]bool{}
+			}
+			w.st.ints[a.Name.Value] = true
 		}
 		w.assign(a, seg)
 	}
