@@ -184,6 +184,36 @@ func TestNetworkAllowlistThroughProxy(t *testing.T) {
 		got[1].Reason != urlguard.Metadata || got[1].Host != "169.254.169.254" || got[1].Port != 80 || got[1].CallID != "call-42" {
 		t.Fatalf("denials: %+v", got)
 	}
+	// Two calls at once: each refusal lands on the call whose command made it.
+	denials.mu.Lock()
+	denials.list = nil
+	denials.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, call := range []string{"call-a", "call-b"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			host := call + ".test:" + otherPort
+			res, err := env.Exec(backend.WithCall(ctx, call), backend.Request{Command: proxyVia + fmt.Sprintf(
+				`sleep 1; (printf 'GET http://%s/ HTTP/1.0\r\nHost: %s\r\n\r\n'; sleep 1) | nc -w 5 "$ph" "$pp" 2>&1; echo`, host, host)})
+			if err != nil || !strings.Contains(string(res.Stdout), " 403 ") {
+				t.Errorf("%s: %v %q", call, err, res.Stdout)
+			}
+		}()
+	}
+	wg.Wait()
+	denials.mu.Lock()
+	got = append([]egress.Denial(nil), denials.list...)
+	denials.mu.Unlock()
+	if len(got) != 2 {
+		t.Fatalf("concurrent denials: %+v", got)
+	}
+	for _, d := range got {
+		if d.Host != d.CallID+".test" {
+			t.Errorf("refusal of %s under call %q", d.Host, d.CallID)
+		}
+	}
+
 	// Each command's socket went away with it; Close removes the directory.
 	if left, _ := filepath.Glob(filepath.Join(dir, "*.sock")); len(left) != 0 {
 		t.Fatalf("sockets left after their commands: %q", left)
