@@ -20,4 +20,9 @@
 //
 // The helper is handed a complete environment for each command and reads no configuration of
 // its own: it never sees the host's variables or secrets.
+//
+// Where a command's only network is its own loopback (a Docker container in [network] mode
+// "allowlist"), a request may name a unix socket ([Request.EgressSocket]): the helper then
+// gives the command a relay port on 127.0.0.1 and its proxy variables, and carries each
+// connection to that socket, where Airlock's egress proxy answers for the command's call.
 package agent

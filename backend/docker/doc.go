@@ -37,6 +37,14 @@
 // container, since Docker cannot kill an exec'd process. Describe says which mode is in use
 // and why.
 //
+// With [network] mode = "allowlist" the container still has no network ("none"): its one
+// way out is Airlock's egress proxy, reached through the helper, which listens on 127.0.0.1
+// inside the container for each command and relays to a unix socket the backend made for
+// the command's call, in a session directory bind-mounted read-only at /.airlock-egress (see
+// [WithEgressProxy]). A network of any kind, even an internal one, would give the container a
+// gateway address through which every host service listening on 0.0.0.0 answers; so that
+// mode needs the helper and is refused where it cannot run.
+//
 // A container killed or removed from outside, or a daemon restart, is repaired on the next
 // call, and the Result's Notes say the environment was recreated; what cannot be repaired is
 // an error that names the problem and the fix.

@@ -47,7 +47,7 @@ func sharedWorkspace(t *testing.T) string {
 }
 
 // testConfig is a configuration for the test image with ws mounted as the workspace.
-func testConfig(t *testing.T, ws, mode string) docker.Config {
+func testConfig(t testing.TB, ws, mode string) docker.Config {
 	t.Helper()
 	cfg := docker.DefaultConfig()
 	cfg.Image = dockertest.Image(t)
@@ -64,7 +64,7 @@ func testConfig(t *testing.T, ws, mode string) docker.Config {
 	return cfg
 }
 
-func newEnv(t *testing.T, cfg docker.Config) *docker.Env {
+func newEnv(t testing.TB, cfg docker.Config) *docker.Env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

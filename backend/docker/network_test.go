@@ -37,7 +37,7 @@ func (n fixedNames) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr
 }
 
 // hostServer is an HTTP server on the host at addr that answers with its name.
-func hostServer(t *testing.T, addr, name string) string {
+func hostServer(t testing.TB, addr, name string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -61,7 +61,7 @@ const proxyVia = `p=${HTTP_PROXY#http://}; ph=${p%:*}; pp=${p##*:}; `
 
 // proxyStarter is an EgressProxy for tests: the runtime's proxy (egress.New with g), its
 // refusals collected in denials, and the address it was asked to listen on.
-func proxyStarter(t *testing.T, g *urlguard.Guard, denials *denialLog, listened *netip.Addr) docker.EgressProxy {
+func proxyStarter(t testing.TB, g *urlguard.Guard, denials *denialLog, listened *netip.Addr) docker.EgressProxy {
 	return func(ctx context.Context, ip netip.Addr) (docker.Egress, error) {
 		*listened = ip
 		p, err := egress.New(g, egress.WithOnDenied(denials.add))
@@ -79,7 +79,7 @@ func proxyStarter(t *testing.T, g *urlguard.Guard, denials *denialLog, listened 
 
 // allowlistEnv starts a helper-mode environment in allowlist mode with the proxy start,
 // its commands run as user ("" for the default: the workspace's owner).
-func allowlistEnv(t *testing.T, start docker.EgressProxy, user string) *docker.Env {
+func allowlistEnv(t testing.TB, start docker.EgressProxy, user string) *docker.Env {
 	t.Helper()
 	ws := t.TempDir()
 	cfg := testConfig(t, ws, docker.ModeAgent)
@@ -301,7 +301,7 @@ func TestNetworkAllowlistNeedsHelper(t *testing.T) {
 
 // testNetwork creates a labelled bridge network for one test and a server container on it;
 // it returns the network's name, its gateway and the server's address.
-func testNetwork(t *testing.T) (name string, gateway netip.Addr, server string) {
+func testNetwork(t testing.TB) (name string, gateway netip.Addr, server string) {
 	t.Helper()
 	cli := dockertest.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
