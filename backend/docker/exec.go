@@ -211,9 +211,14 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	e.mu.Lock()
 	disabled, starts := e.agentDisabled, e.agentStarts
 	e.mu.Unlock()
+	// What the fallback means: in allowlist mode there is none (see errNeedsHelper).
+	fallback, fallbackNow := "; commands start with one docker exec each (~45 ms)", "; commands now start with one docker exec each (~45 ms)"
+	if e.egressDir != "" {
+		fallback, fallbackNow = "", ""
+	}
 	if disabled == "" {
 		if starts >= 2 {
-			disabled = "the resident helper stopped twice (" + why + "); commands now start with one docker exec each (~45 ms)"
+			disabled = "the resident helper stopped twice (" + why + ")" + fallbackNow
 			notes = append(notes, disabled)
 		} else {
 			var err error
@@ -221,7 +226,7 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 			starts++
 			switch {
 			case err != nil:
-				disabled = "resident helper unavailable: " + err.Error() + "; commands start with one docker exec each (~45 ms)"
+				disabled = "resident helper unavailable: " + err.Error() + fallback
 				e.log.Warn("falling back to one exec per command", "error", err)
 				if why != "" {
 					notes = append(notes, disabled)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -297,6 +298,64 @@ func TestNetworkAllowlistNeedsHelper(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), off.ContainerNamePrefix+"egress-*")); len(left) != 0 {
 		t.Fatalf("left behind: %q", left)
 	}
+}
+
+// TestNetworkAllowlistHelperGone: where the helper stops for good or never answers, an
+// allowlist environment refuses commands (or refuses to start) with the reason, rather than
+// run them as one docker exec each without the relay.
+func TestNetworkAllowlistHelperGone(t *testing.T) {
+	g, err := urlguard.New(urlguard.Config{Mode: urlguard.ModeAllowlist, AllowDomains: []string{"allowed.test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("stopped twice", func(t *testing.T) {
+		var listened netip.Addr
+		env := allowlistEnv(t, proxyStarter(t, g, &denialLog{}, &listened), "")
+		killHelper := func() {
+			t.Helper()
+			out, err := exec.Command("docker", "exec", env.ContainerID(), "sh", "-c",
+				`for p in /proc/[0-9]*; do case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in /.airlock/agent-*) kill -KILL ${p#/proc/};; esac; done`).CombinedOutput()
+			if err != nil {
+				t.Fatalf("kill helper: %v %s", err, out)
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		killHelper()
+		if out := sh(t, env, "echo one"); out != "one" {
+			t.Fatalf("after the first restart: %q", out)
+		}
+		killHelper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		for i := 0; i < 2; i++ {
+			res, err := env.Exec(ctx, backend.Request{Command: "echo ran"})
+			if err == nil || !strings.Contains(err.Error(), "needs the resident helper") || strings.Contains(string(res.Stdout), "ran") {
+				t.Fatalf("exec %d without the helper: %v %q", i, err, res.Stdout)
+			}
+			t.Logf("refused: %v", err)
+		}
+	})
+	t.Run("not a helper", func(t *testing.T) {
+		dyn, err := exec.LookPath("ls")
+		if err != nil {
+			t.Skip(err)
+		}
+		cfg := testConfig(t, t.TempDir(), docker.ModeAgent)
+		cfg.ReuseContainer = false
+		cfg.AgentBinary = dyn
+		var listened netip.Addr
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		env, err := docker.New(ctx, cfg, docker.WithEgressProxy(proxyStarter(t, g, &denialLog{}, &listened)))
+		if err == nil {
+			env.Close(ctx)
+			t.Fatal("allowlist with a binary that is no helper was accepted")
+		}
+		if !strings.Contains(err.Error(), "needs the resident helper") || !strings.Contains(err.Error(), "helper did not start") {
+			t.Fatalf("error: %v", err)
+		}
+		t.Logf("refused: %v", err)
+	})
 }
 
 // testNetwork creates a labelled bridge network for one test and a server container on it;
