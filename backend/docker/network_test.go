@@ -147,6 +147,10 @@ func TestNetworkAllowlistThroughProxy(t *testing.T) {
 	if out := get("allowed.test:" + allowedPort); !strings.Contains(out, " 200 ") || !strings.Contains(out, "allowed-server") {
 		t.Fatalf("allowlisted server through the proxy: %q", out)
 	}
+	// A real client that reads the variables by itself (busybox wget: http_proxy).
+	if out := sh(t, env, "wget -q -O - http://allowed.test:"+allowedPort+"/ 2>&1"); out != "allowed-server" {
+		t.Fatalf("wget through the proxy variables: %q", out)
+	}
 	if out := get("other.test:" + otherPort); !strings.Contains(out, " 403 ") || !strings.Contains(out, "not_allowlisted") || strings.Contains(out, "other-server") {
 		t.Fatalf("server not on the allowlist: %q", out)
 	}
