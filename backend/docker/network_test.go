@@ -80,7 +80,7 @@ func proxyStarter(t testing.TB, g *urlguard.Guard, denials *denialLog, listened 
 
 // allowlistEnv starts a helper-mode environment in allowlist mode with the proxy start,
 // its commands run as user ("" for the default: the workspace's owner).
-func allowlistEnv(t testing.TB, start docker.EgressProxy, user string) *docker.Env {
+func allowlistEnv(t testing.TB, start docker.EgressProxy, user string, adjust ...func(*docker.Config)) *docker.Env {
 	t.Helper()
 	ws := t.TempDir()
 	cfg := testConfig(t, ws, docker.ModeAgent)
@@ -90,6 +90,9 @@ func allowlistEnv(t testing.TB, start docker.EgressProxy, user string) *docker.E
 			t.Fatal(err)
 		}
 		cfg.User = user
+	}
+	for _, f := range adjust {
+		f(&cfg)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -272,6 +275,23 @@ func TestNetworkAllowlistNoHostService(t *testing.T) {
 	out := sh(t, env, proxyVia+fmt.Sprintf(`(printf 'GET http://db.test:%s/ HTTP/1.0\r\nHost: db.test\r\n\r\n'; sleep 2) | nc -w 5 "$ph" "$pp" 2>&1; echo`, port))
 	if !strings.Contains(out, " 200 ") || !strings.Contains(out, "host-service") {
 		t.Fatalf("allowlist: the named host service through the proxy: %q", out)
+	}
+}
+
+// TestNetworkAllowlistReadOnlyRootfs: the socket directory's mount point needs no writable
+// root filesystem.
+func TestNetworkAllowlistReadOnlyRootfs(t *testing.T) {
+	srv := hostServer(t, "127.0.0.1:0", "ro-server")
+	_, port, _ := net.SplitHostPort(srv)
+	g, err := urlguard.New(urlguard.Config{Mode: urlguard.ModeAllowlist, AllowDomains: []string{"allowed.test"}},
+		urlguard.WithResolver(fixedNames{"allowed.test": "127.0.0.1"}), urlguard.AllowLoopbackForTesting())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listened netip.Addr
+	env := allowlistEnv(t, proxyStarter(t, g, &denialLog{}, &listened), "", func(c *docker.Config) { c.ReadOnlyRootfs = true })
+	if out := sh(t, env, "touch /rootfs-probe 2>/dev/null && echo writable; wget -q -O - http://allowed.test:"+port+"/ 2>&1"); out != "ro-server" {
+		t.Fatalf("read-only rootfs: %q", out)
 	}
 }
 
