@@ -72,14 +72,15 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 // Process is a command Start started and Wait has not yet seen to its end. Every Process
 // must be waited for: until then it is registered as a leader the sweep leaves alone.
 type Process struct {
-	cmd        *exec.Cmd
-	pgid       int
-	outR, errR *os.File
-	start      time.Time
-	timeout    time.Duration
-	grace      time.Duration
-	untrack    func() // Spec.Track's, called once the leader exited, before it is reaped
-	drained    sync.WaitGroup
+	cmd       *exec.Cmd
+	pgid      int
+	streams   [2]stream // stdout, stderr
+	buf       []byte
+	exitReady bool
+	start     time.Time
+	timeout   time.Duration
+	grace     time.Duration
+	untrack   func() // Spec.Track's, called once the leader exited, before it is reaped
 }
 
 // Start starts the command in its own process group and returns at once. Only the fork and
@@ -108,24 +109,21 @@ func Start(s Spec) (*Process, error) {
 		s.Isolate(cmd.SysProcAttr)
 		cmd.SysProcAttr.Setpgid = true
 	}
-	outR, outW, err := os.Pipe()
+	w, streams, err := outputPipes(s.Stdout, s.Stderr)
 	if err != nil {
-		return nil, fmt.Errorf("stdout pipe: %w", err)
+		return nil, fmt.Errorf("output pipes: %w", err)
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll(outR, outW)
-		return nil, fmt.Errorf("stderr pipe: %w", err)
-	}
+	outW, errW := w[0], w[1]
 	cmd.Stdout, cmd.Stderr = outW, errW
 
-	p := &Process{cmd: cmd, outR: outR, errR: errR, start: time.Now(), timeout: s.Timeout, grace: grace}
+	p := &Process{cmd: cmd, streams: streams, start: time.Now(), timeout: s.Timeout, grace: grace}
 	// Start and registration happen under the lock a sweep takes, so that no sweep sees a
 	// new leader before it is known as one.
 	leadersMu.Lock()
 	if err := cmd.Start(); err != nil {
 		leadersMu.Unlock()
-		closeAll(outR, outW, errR, errW)
+		closeAll(outW, errW)
+		p.closeStreams()
 		return nil, err
 	}
 	leaders[cmd.Process.Pid] = true
@@ -139,9 +137,6 @@ func Start(s Spec) (*Process, error) {
 		s.Started()
 	}
 	p.pgid = cmd.Process.Pid
-	p.drained.Add(2)
-	go drain(&p.drained, outR, orDiscard(s.Stdout))
-	go drain(&p.drained, errR, orDiscard(s.Stderr))
 	return p, nil
 }
 
@@ -173,10 +168,10 @@ func (p *Process) Wait(ctx context.Context) Outcome {
 		killGroup(pgid, p.grace, done)
 	}()
 
-	// Wait for the leader to exit without reaping it: until it is reaped its PID, and so the
-	// group ID, cannot be given to another process, so every signal below reaches this
-	// command's group and nobody else's.
-	waitExit(pgid)
+	// Wait for the leader to exit without reaping it, reading its output meanwhile: until it
+	// is reaped its PID, and so the group ID, cannot be given to another process, so every
+	// signal below reaches this command's group and nobody else's.
+	p.waitLeader(pgid)
 	p.untrack()
 	close(done)
 	killed.Wait()
@@ -190,7 +185,8 @@ func (p *Process) Wait(ctx context.Context) Outcome {
 	if subreaper.Load() {
 		Sweep()
 	}
-	waitDrained(&p.drained, p.outR, p.errR)
+	// The pipes end when the last process holding them has: at once, unless one escaped.
+	p.drainUntil(time.Now().Add(PipeDrain))
 	return Outcome{
 		ExitCode:  exitCode(p.cmd.ProcessState, waitErr),
 		TimedOut:  timedOut,
@@ -236,24 +232,6 @@ func orDiscard(w io.Writer) io.Writer {
 		return io.Discard
 	}
 	return w
-}
-
-func drain(wg *sync.WaitGroup, r io.Reader, w io.Writer) {
-	defer wg.Done()
-	_, _ = io.Copy(w, r)
-}
-
-// waitDrained waits for both readers to reach EOF, closing them after PipeDrain so that a
-// process that escaped the group cannot hold the caller open.
-func waitDrained(wg *sync.WaitGroup, rs ...*os.File) {
-	ch := make(chan struct{})
-	go func() { wg.Wait(); close(ch) }()
-	select {
-	case <-ch:
-	case <-time.After(PipeDrain):
-	}
-	closeAll(rs...)
-	<-ch
 }
 
 func closeAll(fs ...*os.File) {

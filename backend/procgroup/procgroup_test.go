@@ -87,3 +87,23 @@ func TestStartFailure(t *testing.T) {
 		t.Error("start failure codes")
 	}
 }
+
+// TestOutput: both streams arrive whole, however much the command writes (more than a pipe
+// holds, on both at once, so the reading must keep up while the leader runs), and what the
+// leader writes just before it exits is not lost.
+func TestOutput(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	s := sh(`i=0; while [ $i -lt 3000 ]; do echo "out line $i ........................................"; echo "err line $i" >&2; i=$((i+1)); done; printf last`)
+	s.Stdout, s.Stderr = &out, &errb
+	res, err := Run(context.Background(), s)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if n := strings.Count(out.String(), "out line "); n != 3000 || !strings.HasSuffix(out.String(), "....\nlast") {
+		t.Errorf("stdout: %d lines, ends %q", n, out.String()[max(0, out.Len()-20):])
+	}
+	if n := strings.Count(errb.String(), "err line "); n != 3000 {
+		t.Errorf("stderr: %d lines", n)
+	}
+}

@@ -1,0 +1,195 @@
+package procgroup
+
+import (
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A command's output is read by the goroutine that waits for it, in one poll(2) over both
+// pipes and the leader's pidfd: no reader goroutines, no network-poller registration, and
+// the leader's exit and the pipes' end are seen by the same system call. A command that
+// writes keeps the loop reading, so a full pipe never blocks it; what a writer does (a
+// capped buffer, a live copy) it does as the output arrives.
+
+// stream is the read end of one output pipe, non-blocking, and where its bytes go.
+type stream struct {
+	fd int // -1 once it reached its end and was closed
+	w  io.Writer
+}
+
+// outputPipes makes the stdout and stderr pipes: the write ends (blocking, as a command
+// expects its output to be) for the child, the read ends (non-blocking) for the streams.
+func outputPipes(stdout, stderr io.Writer) (w [2]*os.File, s [2]stream, err error) {
+	for i, dst := range []io.Writer{stdout, stderr} {
+		var fds [2]int
+		if err = unix.Pipe2(fds[:], unix.O_CLOEXEC); err == nil {
+			if err = unix.SetNonblock(fds[0], true); err != nil {
+				_ = unix.Close(fds[0])
+				_ = unix.Close(fds[1])
+			}
+		}
+		if err != nil {
+			for j := 0; j < i; j++ {
+				_ = w[j].Close()
+				_ = unix.Close(s[j].fd)
+			}
+			return w, s, err
+		}
+		w[i] = os.NewFile(uintptr(fds[1]), "|1")
+		s[i] = stream{fd: fds[0], w: orDiscard(dst)}
+	}
+	return w, s, nil
+}
+
+// waitLeader reads the output until the leader pid has exited, leaving it a zombie for
+// cmd.Wait to reap.
+func (p *Process) waitLeader(pid int) {
+	fd, done, err := exitFD(pid)
+	if err != nil {
+		// No descriptor to spare: the exit is waited for aside and looked at between polls.
+		exited := make(chan struct{})
+		go func() { waitExit(pid); close(exited) }()
+		for {
+			select {
+			case <-exited:
+				return
+			default:
+			}
+			if !p.poll(-1, 10) {
+				<-exited
+				return
+			}
+		}
+	}
+	defer done()
+	for {
+		ok := p.poll(fd, -1)
+		if !ok {
+			waitExit(pid) // not expected; the pipes are read after the exit
+			return
+		}
+		if p.exitReady {
+			return
+		}
+	}
+}
+
+// poll waits (up to timeout ms, -1 without limit) until a stream, or exited when it is not
+// -1, is ready, and reads the ready streams. It records in p.exitReady whether exited was
+// ready, and is false only when poll(2) itself fails.
+func (p *Process) poll(exited, timeout int) bool {
+	var fds [3]unix.PollFd
+	n := 0
+	for _, s := range p.streams {
+		if s.fd >= 0 {
+			fds[n] = unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN}
+			n++
+		}
+	}
+	streams := n
+	if exited >= 0 {
+		fds[n] = unix.PollFd{Fd: int32(exited), Events: unix.POLLIN}
+		n++
+	}
+	p.exitReady = false
+	if _, err := unix.Poll(fds[:n], timeout); err != nil {
+		return errors.Is(err, unix.EINTR)
+	}
+	p.readReady(fds[:streams], p.buffer())
+	p.exitReady = exited >= 0 && fds[streams].Revents != 0
+	return true
+}
+
+// drainUntil reads what is left in the pipes until both have ended or the deadline has
+// passed, then closes them: only a process that escaped the group holds them longer.
+func (p *Process) drainUntil(deadline time.Time) {
+	for p.open() {
+		left := time.Until(deadline)
+		if left <= 0 || !p.poll(-1, int(max(1, left.Milliseconds()))) {
+			break
+		}
+	}
+	p.closeStreams()
+}
+
+// open reports whether a stream has not yet ended.
+func (p *Process) open() bool {
+	for _, s := range p.streams {
+		if s.fd >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// readReady reads every stream that poll found ready until it would block or ends.
+func (p *Process) readReady(fds []unix.PollFd, buf []byte) {
+	for _, f := range fds {
+		if f.Revents == 0 {
+			continue
+		}
+		for i := range p.streams {
+			if s := &p.streams[i]; s.fd == int(f.Fd) {
+				s.readAvailable(buf)
+			}
+		}
+	}
+}
+
+func (s *stream) readAvailable(buf []byte) {
+	for s.fd >= 0 {
+		n, err := unix.Read(s.fd, buf)
+		switch {
+		case n > 0:
+			_, _ = s.w.Write(buf[:n])
+		case errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.EAGAIN):
+			return
+		default: // the end (n == 0), or a pipe that cannot be read
+			_ = unix.Close(s.fd)
+			s.fd = -1
+		}
+	}
+}
+
+func (p *Process) closeStreams() {
+	for i := range p.streams {
+		if s := &p.streams[i]; s.fd >= 0 {
+			_ = unix.Close(s.fd)
+			s.fd = -1
+		}
+	}
+}
+
+// buffer is the read buffer, made on first use.
+func (p *Process) buffer() []byte {
+	if p.buf == nil {
+		p.buf = make([]byte, 32<<10)
+	}
+	return p.buf
+}
+
+// exitFD returns a descriptor that becomes readable when the leader pid has exited: its
+// pidfd, or where the kernel has none (before Linux 5.3) a pipe whose write end a goroutine
+// closes once waitid saw the exit. The leader is not reaped until Wait says so, so the PID is
+// still its own. done releases the descriptor.
+func exitFD(pid int) (fd int, done func(), err error) {
+	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+		return fd, func() { _ = unix.Close(fd) }, nil
+	}
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return -1, nil, err
+	}
+	exited := make(chan struct{})
+	go func() {
+		waitExit(pid)
+		_ = unix.Close(fds[1])
+		close(exited)
+	}()
+	return fds[0], func() { <-exited; _ = unix.Close(fds[0]) }, nil
+}
