@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -82,7 +83,8 @@ func NewClient(r io.Reader, w io.WriteCloser, opts ClientOptions) *Client {
 		done:    make(chan struct{}),
 		pending: map[uint32]*call{},
 	}
-	go c.readLoop(r)
+	// Buffered: a frame is then one read of the stream, not three.
+	go c.readLoop(bufio.NewReaderSize(r, 64<<10))
 	// The hello goes first on the stream, but NewClient must not block on a peer that does
 	// not read: the lock taken here is released by the goroutine once the hello is written.
 	c.wmu.Lock()

@@ -278,9 +278,11 @@ func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer) exitMsg 
 		return fail(kindInvalid, "working directory: %v", err)
 	}
 	if m.Workspace != "" {
-		ws, err := filepath.EvalSymlinks(m.Workspace)
-		if err != nil {
-			return fail(kindInvalid, "workspace: %v", err)
+		ws := dir // the common case, a command in the workspace's top: resolved once
+		if m.Workspace != m.Dir {
+			if ws, err = filepath.EvalSymlinks(m.Workspace); err != nil {
+				return fail(kindInvalid, "workspace: %v", err)
+			}
 		}
 		if !backend.Within(ws, dir) {
 			return fail(kindOutside, "working directory %q resolves to %s, outside %s", m.Dir, dir, ws)
