@@ -25,10 +25,7 @@ var numberParams = map[string]bool{
 
 // markData records that name holds data read at run time.
 func (w *walker) markData(name string) {
-	if w.st.data == nil {
-		w.st.data = map[string]bool{}
-	}
-	w.st.data[name] = true
+	w.st.data = withKey(w.st.data, name)
 }
 
 // isData reports whether the parameter holds data read at run time: a positional

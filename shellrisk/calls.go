@@ -36,8 +36,9 @@ func (w *walker) call(c *syntax.CallExpr, in stdin) {
 		return
 	}
 	type prior struct {
-		v  varValue
-		ok bool
+		v          varValue
+		ok         bool
+		ifsDefault bool // IFS had its default value, which vars does not hold
 	}
 	var priors map[string]prior
 	if len(c.Assigns) > 0 {
@@ -45,7 +46,7 @@ func (w *walker) call(c *syntax.CallExpr, in stdin) {
 		for _, a := range c.Assigns {
 			if a.Name != nil {
 				v, ok := w.st.vars[a.Name.Value]
-				priors[a.Name.Value] = prior{v, ok}
+				priors[a.Name.Value] = prior{v, ok, a.Name.Value == "IFS" && !ok && w.ifsDefault()}
 			}
 			w.assign(a, seg)
 		}
@@ -55,9 +56,13 @@ func (w *walker) call(c *syntax.CallExpr, in stdin) {
 		name := args[0].text
 		_, isFunc := w.st.funcs[name]
 		for k, p := range priors {
-			if p.ok && !specialBuiltins[name] && !isFunc {
+			switch {
+			case p.ifsDefault && !specialBuiltins[name] && !isFunc:
+				delete(w.st.vars, k)
+				w.st.ifsUnknown = false
+			case p.ok && !specialBuiltins[name] && !isFunc:
 				w.setVar(k, p.v)
-			} else {
+			default:
 				// A special built-in keeps them in POSIX mode; a function sees them.
 				w.forget(k)
 			}

@@ -29,6 +29,10 @@ type shellState struct {
 	// noVars is set once a nameref exists (declare -n): an assignment to one name may then
 	// change another, so no variable is known.
 	noVars bool
+	// ifsUnknown is set when IFS has a value only known at run time. Without it, IFS is
+	// its entry in vars, or the default when there is none (the default is not stored,
+	// so that copies of the state stay cheap).
+	ifsUnknown bool
 	// data are the variables whose value the command read at run time, ints the ones
 	// declared integers, whose assigned values bash evaluates (see arith.go).
 	data map[string]bool
@@ -53,16 +57,43 @@ type funcDef struct {
 }
 
 func newState() shellState {
-	return shellState{vars: map[string]varValue{"IFS": {text: defaultIFS}}, funcs: map[string]*funcDef{}, cwds: []string{"."}}
+	return shellState{vars: map[string]varValue{}, funcs: map[string]*funcDef{}, cwds: []string{"."}}
 }
 
 func (s shellState) clone() shellState {
 	s.vars = maps.Clone(s.vars)
 	s.funcs = maps.Clone(s.funcs)
 	s.cwds = slices.Clone(s.cwds)
-	s.data = maps.Clone(s.data)
-	s.ints = maps.Clone(s.ints)
+	// data and ints are never changed in place (withKey, withoutKey): copies share them.
 	return s
+}
+
+// withKey returns set with k in it, a new map when k was not; withoutKey the same without
+// k. The sets of a state are shared between its copies, which branches make many of, and
+// change seldom.
+func withKey(set map[string]bool, k string) map[string]bool {
+	if set[k] {
+		return set
+	}
+	n := make(map[string]bool, len(set)+1)
+	for x := range set {
+		n[x] = true
+	}
+	n[k] = true
+	return n
+}
+
+func withoutKey(set map[string]bool, k string) map[string]bool {
+	if !set[k] {
+		return set
+	}
+	n := make(map[string]bool, len(set))
+	for x := range set {
+		if x != k {
+			n[x] = true
+		}
+	}
+	return n
 }
 
 // seedVars records what the context knows of the environment commands start with: the
@@ -85,8 +116,8 @@ func (w *walker) isolated(fn func()) {
 // shell's functions nor, unless exported, its variables, which are therefore unknown.
 func (w *walker) child(fn func()) {
 	saved := w.st
-	// A shell resets IFS when it starts.
-	w.st = shellState{vars: map[string]varValue{"IFS": {text: defaultIFS}}, funcs: map[string]*funcDef{},
+	// A shell resets IFS when it starts: ifsUnknown is false.
+	w.st = shellState{vars: map[string]varValue{}, funcs: map[string]*funcDef{},
 		cwds: slices.Clone(saved.cwds), cwdDynamic: saved.cwdDynamic}
 	if v, ok := saved.vars["TMPDIR"]; ok && w.cx.TMPDIR != "" && v == (varValue{text: w.cx.TMPDIR}) && !saved.noVars {
 		// The session's TMPDIR is in the environment every child inherits; a value the
@@ -117,7 +148,11 @@ func (w *walker) branches(skip bool, fns ...func()) {
 
 func mergeStates(outs []shellState) shellState {
 	m := outs[0].clone()
+	ifs, ifsKnown := outs[0].ifs()
 	for _, o := range outs[1:] {
+		if v, ok := o.ifs(); !ok || v != ifs {
+			ifsKnown = false
+		}
 		for k, v := range m.vars {
 			if ov, ok := o.vars[k]; !ok || ov != v {
 				delete(m.vars, k)
@@ -136,17 +171,15 @@ func mergeStates(outs []shellState) shellState {
 		m.cwdDynamic = m.cwdDynamic || o.cwdDynamic
 		m.noVars = m.noVars || o.noVars
 		for k := range o.data {
-			if m.data == nil {
-				m.data = map[string]bool{}
-			}
-			m.data[k] = true
+			m.data = withKey(m.data, k)
 		}
 		for k := range o.ints {
-			if m.ints == nil {
-				m.ints = map[string]bool{}
-			}
-			m.ints[k] = true
+			m.ints = withKey(m.ints, k)
 		}
+	}
+	if !ifsKnown {
+		delete(m.vars, "IFS")
+		m.ifsUnknown = true
 	}
 	if len(m.cwds) > maxCwds {
 		m.cwds = m.cwds[:1]
@@ -155,18 +188,41 @@ func mergeStates(outs []shellState) shellState {
 	return m
 }
 
-// setVar records a variable's value; forget makes it unknown.
+// ifs returns IFS's value and whether it is known.
+func (s shellState) ifs() (string, bool) {
+	if s.noVars || s.ifsUnknown {
+		return defaultIFS, false
+	}
+	if v, ok := s.vars["IFS"]; ok {
+		return v.text, true
+	}
+	return defaultIFS, true
+}
+
+// setVar records a variable's value; forget makes it unknown, and forgetVars makes every
+// variable unknown.
 func (w *walker) setVar(name string, v varValue) {
 	if w.st.noVars {
 		return
 	}
 	w.st.vars[name] = v
-	delete(w.st.data, name)
+	w.st.data = withoutKey(w.st.data, name)
+	if name == "IFS" {
+		w.st.ifsUnknown = false
+	}
 }
 
 func (w *walker) forget(name string) {
 	delete(w.st.vars, name)
-	delete(w.st.data, name)
+	w.st.data = withoutKey(w.st.data, name)
+	if name == "IFS" {
+		w.st.ifsUnknown = true
+	}
+}
+
+func (w *walker) forgetVars() {
+	w.st.vars = map[string]varValue{}
+	w.st.ifsUnknown = true
 }
 
 // specialBuiltins keep the variables assigned before them (x=1 export …) in POSIX mode.
@@ -277,7 +333,7 @@ func (w *walker) stateEffects(name string, args []arg, seg string) {
 	for _, t := range targets {
 		if t == dynamicMark || strings.Contains(t, dynamicMark) {
 			// printf -v "$name": any variable may change.
-			w.st.vars = map[string]varValue{}
+			w.forgetVars()
 			continue
 		}
 		base, _, _ := strings.Cut(t, "[")

@@ -394,7 +394,7 @@ func (w *walker) assignText(v arg, seg string) {
 	if strings.Contains(base, dynamicMark) {
 		// export "$name=…": any variable, PATH included.
 		w.add(codeEnvHijack, seg)
-		w.st.vars = map[string]varValue{}
+		w.forgetVars()
 		return
 	}
 	if w.rules.hijacks(base) {
@@ -428,17 +428,14 @@ func (w *walker) declClause(c *syntax.DeclClause) {
 			continue
 		}
 		if integer && a.Name != nil {
-			if w.st.ints == nil {
-				w.st.ints = map[string]bool{}
-			}
-			w.st.ints[a.Name.Value] = true
+			w.st.ints = withKey(w.st.ints, a.Name.Value)
 		}
 		w.assign(a, seg)
 	}
 	if nameref {
 		// declare -n x=y: assigning x now assigns y.
 		w.st.noVars = true
-		w.st.vars = map[string]varValue{}
+		w.forgetVars()
 	}
 }
 

@@ -429,20 +429,15 @@ const defaultIFS = " \t\n"
 
 // ifsDefault reports whether IFS is known to have its default value.
 func (w *walker) ifsDefault() bool {
-	v, ok := w.st.vars["IFS"]
-	return ok && v.text == defaultIFS && !w.st.noVars
+	v, ok := w.st.ifs()
+	return ok && v == defaultIFS
 }
 
-// ifsChars are the characters the shell splits fields at, and whether they are known. The
-// state holds IFS from the start (newState); once the command gives it a value only known
-// at run time, or one of two branches changes it, it is not there. An empty IFS splits
-// nothing: IFS=; x='rm -rf /'; $x runs one program named "rm -rf /".
+// ifsChars are the characters the shell splits fields at, and whether they are known
+// (IFS=$1 or an IFS set in only one branch is not). An empty IFS splits nothing:
+// IFS=; x='rm -rf /'; $x runs one program named "rm -rf /".
 func (w *walker) ifsChars() (string, bool) {
-	v, ok := w.st.vars["IFS"]
-	if !ok || w.st.noVars {
-		return defaultIFS, false
-	}
-	return v.text, true
+	return w.st.ifs()
 }
 
 // paramCode judges the code bash finds in a variable's value: ${x@P} expands it as a prompt
