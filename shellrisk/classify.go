@@ -92,7 +92,7 @@ func (c *Classifier) classify(cx Context, command string) Verdict {
 		v:      &v,
 		src:    command,
 		st:     newState(),
-		active: map[string]int{},
+		active: map[*funcDef]int{},
 		seen:   map[string]bool{},
 	}
 	w.seedVars()

@@ -21,7 +21,8 @@ import (
 //
 // mvdan.cc/sh's POSIX parser refuses some bash syntax that the POSIX shells read in a
 // known way, so the text is first rewritten where they do: `{fd}>f cmd` is a program
-// named {fd} to them ({fd} >f cmd), `a &>f b` is `a &` and `>f b` to dash, and a process
+// named {fd} to them ({fd} >f cmd), `a &>f b` is `a &` and `>f b` to dash, `function f {`
+// is a program named function with two arguments to dash (\function f {), and a process
 // substitution is a file name (/dev/fd/63) whose code busybox runs.
 
 // bashOnly reports whether f uses syntax that a POSIX shell reads differently. It must run
@@ -101,6 +102,13 @@ func posixRewrite(src string, f *syntax.File) posixSource {
 				ps.substs = append(ps.substs, src[l:r])
 			}
 			return false
+		case *syntax.FuncDecl:
+			if x.RsrvWord {
+				// function f { …; } is a program named function to dash.
+				if at := off(x.Pos()); at < len(src) && strings.HasPrefix(src[at:], "function") {
+					edits = append(edits, edit{at, at, `\`})
+				}
+			}
 		case *syntax.Redirect:
 			if x.N != nil && strings.HasPrefix(x.N.Value, "{") {
 				if e := off(x.N.End()); e <= len(src) {
@@ -134,7 +142,7 @@ func posixRewrite(src string, f *syntax.File) posixSource {
 // posixReading walks the POSIX readings of the top-level command into the same verdict,
 // from the state the command starts with.
 func (w *walker) posixReading(ps posixSource) {
-	pw := &walker{rules: w.rules, cx: w.cx, v: w.v, src: ps.text, st: newState(), active: map[string]int{}, seen: w.seen}
+	pw := &walker{rules: w.rules, cx: w.cx, v: w.v, src: ps.text, st: newState(), active: map[*funcDef]int{}, seen: w.seen}
 	pw.seedVars()
 	pw.posixWalk(ps, func(f *syntax.File) { pw.stmts(f.Stmts, stdin{}) })
 }

@@ -107,6 +107,10 @@ func TestShellReadings(t *testing.T) {
 		{family: "arith-data", command: "for i in $(seq 3); do echo $((i*2)); done", never: []string{"…"}},
 		{family: "arith-data", command: "n=$(grep x f | wc -l); echo $((n+1))", never: []string{"…"}},
 		{family: "arith-data", command: "i=0; while :; do i=$((i+1)); done", never: []string{"…"}},
+		// function f { is a program named function to dash.
+		{family: "function", command: "{ function f { f | f & }; f\n}", want: []string{"function|f|{|f", "f"}},
+		// A function that defines another of its name calls that one.
+		{family: "function", command: "ls() { ls() { rm -rf /tmp/p; }; ls\n}\nls", want: []string{"rm|-rf|/tmp/p"}},
 		// a[i]=1 and a+=1 are assignments to bash and programs to dash and busybox.
 		{family: "subscript", command: "x='a[$(rm -rf /tmp/p)]'; a[x]=1", want: []string{"rm|-rf|/tmp/p", "a[x]=1"}},
 		{family: "subscript", command: "a+=1 ls", want: []string{"ls", "a+=1|ls"}},

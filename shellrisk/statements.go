@@ -294,7 +294,7 @@ func (w *walker) funcDecl(c *syntax.FuncDecl, in stdin) {
 
 // callFunc walks a function's body for a call.
 func (w *walker) callFunc(name string, def *funcDef, in stdin, seg string) {
-	if entry, ok := w.active[name]; ok {
+	if entry, ok := w.active[def]; ok {
 		if w.spread > entry {
 			w.add(codeForkBomb, seg)
 		}
@@ -304,7 +304,7 @@ func (w *walker) callFunc(name string, def *funcDef, in stdin, seg string) {
 		w.add(codeTooComplex, seg)
 		return
 	}
-	w.active[name] = w.spread
+	w.active[def] = w.spread
 	saved := w.src
 	prev, hadPrev := w.st.vars["FUNCNAME"]
 	w.src = def.src
@@ -318,7 +318,7 @@ func (w *walker) callFunc(name string, def *funcDef, in stdin, seg string) {
 	} else {
 		w.forget("FUNCNAME")
 	}
-	delete(w.active, name)
+	delete(w.active, def)
 }
 
 // assign records a variable's value when it is literal and flags variables that change

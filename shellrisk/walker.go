@@ -40,7 +40,9 @@ type walker struct {
 	st shellState
 	// active are the functions being walked, each with the spread at its entry: a call to
 	// one of them from a pipeline or a background job inside it multiplies processes.
-	active map[string]int
+	// A function is its definition, not its name: ls() { ls() { rm -rf ~; }; ls; } calls
+	// another function from inside the first.
+	active map[*funcDef]int
 	// spread counts the pipelines and background jobs being walked.
 	spread int
 	// splitting is set while words are expanded as arguments, where the shell splits

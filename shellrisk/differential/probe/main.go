@@ -389,7 +389,7 @@ func notFound(shellName string, stderr []byte) [][]byte {
 		prefix = "dash: "
 	}
 	var out [][]byte
-	for _, line := range bytes.Split(stderr, []byte{'\n'}) {
+	for _, line := range diagnostics(stderr, []byte(prefix)) {
 		rest, ok := bytes.CutPrefix(line, []byte(prefix))
 		if !ok {
 			continue
@@ -404,14 +404,40 @@ func notFound(shellName string, stderr []byte) [][]byte {
 				rest = cutLineNumber(r)
 			}
 		}
+		end := suffix
 		if r, ok := bytes.CutPrefix(rest, []byte("exec: ")); ok {
-			if rest, ok = bytes.CutSuffix(cutLineNumber(r), []byte(": not found")); !ok {
-				continue
-			}
-		} else if rest, ok = bytes.CutSuffix(rest, []byte(suffix)); !ok {
+			rest, end = cutLineNumber(r), ": not found"
+		}
+		// The message may have been written apart from its prefix, between another job's
+		// prefix and message: "x: not foundy: not found" holds two names.
+		parts := bytes.Split(rest, []byte(end))
+		if len(parts) < 2 || len(parts[len(parts)-1]) > 0 {
 			continue
 		}
-		out = append(out, append([]byte(nil), rest...))
+		for _, name := range parts[:len(parts)-1] {
+			out = append(out, append([]byte(nil), name...))
+		}
+	}
+	return out
+}
+
+// diagnostics splits stderr into the shell's diagnostics: lines, and inside a line each
+// place where the shell's prefix starts again. Background jobs of one run write at once,
+// so one line may hold "dash: 1: dash: 1: x: not found" or "x: not founddash: 1: y: not
+// found"; each diagnostic starts with the prefix.
+func diagnostics(stderr, prefix []byte) [][]byte {
+	var out [][]byte
+	for _, line := range bytes.Split(stderr, []byte{'\n'}) {
+		for len(line) > 0 {
+			next := bytes.Index(line[min(len(prefix), len(line)):], prefix)
+			if next < 0 {
+				out = append(out, line)
+				break
+			}
+			next += len(prefix)
+			out = append(out, line[:next])
+			line = line[next:]
+		}
 	}
 	return out
 }
