@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -163,15 +164,25 @@ func (p *Process) closeStreams() {
 			s.fd = -1
 		}
 	}
+	if p.buf != nil {
+		readBuffers.Put((*[readBufferSize]byte)(p.buf))
+		p.buf = nil
+	}
 }
 
-// buffer is the read buffer, made on first use.
+// buffer is the read buffer, taken on first use and given back by closeStreams.
 func (p *Process) buffer() []byte {
 	if p.buf == nil {
-		p.buf = make([]byte, 32<<10)
+		p.buf = readBuffers.Get().(*[readBufferSize]byte)[:]
 	}
 	return p.buf
 }
+
+// readBuffers keeps read buffers between commands: 32 KiB each would otherwise be garbage
+// after every command.
+var readBuffers = sync.Pool{New: func() any { return new([readBufferSize]byte) }}
+
+const readBufferSize = 32 << 10
 
 // exitFD returns a descriptor that becomes readable when the leader pid has exited: its
 // pidfd, or where the kernel has none (before Linux 5.3) a pipe whose write end a goroutine
