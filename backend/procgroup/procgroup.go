@@ -145,36 +145,22 @@ func Start(s Spec) (*Process, error) {
 // escaped the group; it returns once the output pipes are drained (or PipeDrain has passed).
 func (p *Process) Wait(ctx context.Context) Outcome {
 	pgid := p.pgid
-	done := make(chan struct{})
-	var timedOut, cancelled bool
-	var killed sync.WaitGroup
-	killed.Add(1)
-	go func() {
-		defer killed.Done()
-		var timer <-chan time.Time
-		if p.timeout > 0 {
-			t := time.NewTimer(p.timeout - time.Since(p.start))
-			defer t.Stop()
-			timer = t.C
-		}
-		select {
-		case <-done:
-			return
-		case <-timer:
-			timedOut = true
-		case <-ctx.Done():
-			cancelled = true
-		}
-		killGroup(pgid, p.grace, done)
-	}()
+	// The timeout and ctx start a kill only when they come: no goroutine waits beside every
+	// command for an end that is nearly always its own.
+	k := killer{pgid: pgid, grace: p.grace, done: make(chan struct{})}
+	if p.timeout > 0 {
+		t := time.AfterFunc(p.timeout-time.Since(p.start), func() { k.kill(&k.timedOut) })
+		defer t.Stop()
+	}
+	stop := context.AfterFunc(ctx, func() { k.kill(&k.cancelled) })
+	defer stop()
 
 	// Wait for the leader to exit without reaping it, reading its output meanwhile: until it
 	// is reaped its PID, and so the group ID, cannot be given to another process, so every
 	// signal below reaches this command's group and nobody else's.
 	p.waitLeader(pgid)
 	p.untrack()
-	close(done)
-	killed.Wait()
+	timedOut, cancelled := k.exited()
 	// Whatever the command left running in its group dies with it.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	waitErr := p.cmd.Wait()
@@ -193,6 +179,46 @@ func (p *Process) Wait(ctx context.Context) Outcome {
 		Cancelled: cancelled,
 		Duration:  time.Since(p.start),
 	}
+}
+
+// killer kills a command's group once, on its timeout or its cancellation, unless the
+// leader has exited first.
+type killer struct {
+	pgid  int
+	grace time.Duration
+	done  chan struct{} // closed when the leader has exited
+
+	mu                  sync.Mutex
+	over                bool // the leader exited: nothing starts any more
+	fired               bool
+	timedOut, cancelled bool
+	killing             sync.WaitGroup
+}
+
+func (k *killer) kill(why *bool) {
+	k.mu.Lock()
+	if k.over || k.fired {
+		k.mu.Unlock()
+		return
+	}
+	k.fired, *why = true, true
+	k.killing.Add(1)
+	k.mu.Unlock()
+	defer k.killing.Done()
+	killGroup(k.pgid, k.grace, k.done)
+}
+
+// exited ends the killer once the leader has exited: a kill under way finishes its TERM and
+// KILL (the group is still the command's: the leader is not reaped), none starts after. It
+// reports why the command was killed, if it was.
+func (k *killer) exited() (timedOut, cancelled bool) {
+	k.mu.Lock()
+	k.over = true
+	timedOut, cancelled = k.timedOut, k.cancelled
+	k.mu.Unlock()
+	close(k.done)
+	k.killing.Wait()
+	return timedOut, cancelled
 }
 
 // waitExit blocks until process pid has exited, leaving it a zombie for cmd.Wait to reap.
