@@ -7,17 +7,40 @@ import (
 
 // proc is the server's state for one running request.
 type proc struct {
-	id        uint32
-	in        *stdinQueue
-	once      sync.Once
-	cancelled chan struct{}
+	id uint32
+	in *stdinQueue
+
+	// mu guards whether a cancel frame (or the server's stop) came, and what it calls.
+	mu        sync.Mutex
+	cancelled bool
+	onCancelF func()
 }
 
 func newProc(id uint32, _ bool) *proc {
-	return &proc{id: id, in: newStdinQueue(), cancelled: make(chan struct{})}
+	return &proc{id: id, in: newStdinQueue()}
 }
 
-func (p *proc) cancel() { p.once.Do(func() { close(p.cancelled) }) }
+// cancel ends the run as a cancelled context does, now or as soon as it has one.
+func (p *proc) cancel() {
+	p.mu.Lock()
+	p.cancelled = true
+	f := p.onCancelF
+	p.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// onCancel sets what cancel calls; it is called at once when cancel came first.
+func (p *proc) onCancel(f func()) {
+	p.mu.Lock()
+	p.onCancelF = f
+	c := p.cancelled
+	p.mu.Unlock()
+	if c {
+		f()
+	}
+}
 
 // stdinQueue buffers stdin chunks between the stream reader, which must never block, and the
 // command's stdin pipe. The client's credit bounds it to stdinWindow; chunks beyond that are

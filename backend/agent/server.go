@@ -327,13 +327,7 @@ func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer) exitMsg 
 	// A cancel frame ends the run as a cancelled context does.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		select {
-		case <-p.cancelled:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	p.onCancel(cancel)
 	out, err := s.startCommand(ctx, spec)
 	if err != nil {
 		if stdinW != nil {
