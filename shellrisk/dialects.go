@@ -78,6 +78,10 @@ type posixSource struct {
 	substs []string
 	// dollar is set when the command holds $'…', which busybox reads unlike dash.
 	dollar bool
+	// cmdSubsts are the spans of the command substitutions in text. dash and busybox run
+	// a substitution's code one command at a time, up to a syntax error in it: when the
+	// POSIX parse fails inside one, what ran before the error is not in any tree.
+	cmdSubsts [][2]int
 }
 
 // posixRewrite rewrites src, whose bash reading is f, where the POSIX shells read its bash
@@ -89,10 +93,13 @@ func posixRewrite(src string, f *syntax.File) posixSource {
 		with    string
 	}
 	var edits []edit
+	var substs [][2]int
 	ps := posixSource{}
 	off := func(p syntax.Pos) int { return int(p.Offset()) }
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch x := n.(type) {
+		case *syntax.CmdSubst:
+			substs = append(substs, [2]int{off(x.Pos()), off(x.End())})
 		case *syntax.SglQuoted:
 			ps.dollar = ps.dollar || x.Dollar
 		case *syntax.ProcSubst:
@@ -126,6 +133,7 @@ func posixRewrite(src string, f *syntax.File) posixSource {
 	slices.SortStableFunc(edits, func(a, b edit) int { return a.at - b.at })
 	var b strings.Builder
 	last := 0
+	applied := edits[:0]
 	for _, e := range edits {
 		if e.at < last {
 			continue
@@ -133,9 +141,26 @@ func posixRewrite(src string, f *syntax.File) posixSource {
 		b.WriteString(src[last:e.at])
 		b.WriteString(e.with)
 		last = e.end
+		applied = append(applied, e)
 	}
 	b.WriteString(src[last:])
 	ps.text = b.String()
+	// Where an offset of src is in the rewritten text.
+	moved := func(o int) int {
+		d := 0
+		for _, e := range applied {
+			switch {
+			case e.end <= o && e.at < o:
+				d += len(e.with) - (e.end - e.at)
+			case e.at < o && o < e.end:
+				return e.at + d
+			}
+		}
+		return o + d
+	}
+	for _, sp := range substs {
+		ps.cmdSubsts = append(ps.cmdSubsts, [2]int{moved(sp[0]), moved(sp[1])})
+	}
 	return ps
 }
 
@@ -155,7 +180,14 @@ func (w *walker) posixWalk(ps posixSource, walk func(*syntax.File)) {
 	savedSrc, savedPosix, savedBusybox := w.src, w.posix, w.busybox
 	defer func() { w.src, w.posix, w.busybox = savedSrc, savedPosix, savedBusybox }()
 	w.posix = true
-	if f := parsePOSIXLines(ps.text); f != nil {
+	f, at := parsePOSIXLines(ps.text)
+	for _, sp := range ps.cmdSubsts {
+		if at >= sp[0] && at < sp[1] {
+			w.add(codeParseError, around(ps.text, at))
+			break
+		}
+	}
+	if f != nil {
 		w.src = ps.text
 		w.busybox = false
 		w.isolated(func() { walk(f) })
@@ -184,11 +216,11 @@ func (w *walker) posixWalk(ps posixSource, walk func(*syntax.File)) {
 }
 
 // parsePOSIXLines parses src as POSIX sh, or the lines of it before the first that does
-// not parse; nil when there are none.
-func parsePOSIXLines(src string) *syntax.File {
+// not parse; nil when there are none. at is the offset of the error, -1 when there is none.
+func parsePOSIXLines(src string) (f *syntax.File, at int) {
 	f, err := parsePOSIX(src)
 	if err == nil {
-		return f
+		return f, -1
 	}
 	// A syntax error, or bash syntax the parser refuses in POSIX mode (a=(1), function f,
 	// <<<): dash and busybox stop at that line too.
@@ -197,27 +229,27 @@ func parsePOSIXLines(src string) *syntax.File {
 	line := 0
 	switch {
 	case errors.As(err, &perr):
-		line = int(perr.Pos.Line())
+		line, at = int(perr.Pos.Line()), int(perr.Pos.Offset())
 	case errors.As(err, &lerr):
-		line = int(lerr.Pos.Line())
+		line, at = int(lerr.Pos.Line()), int(lerr.Pos.Offset())
 	default:
-		return nil
+		return nil, -1
 	}
 	cut := 0
 	for i := 1; i < line; i++ {
 		next := strings.IndexByte(src[cut:], '\n')
 		if next < 0 {
-			return nil
+			return nil, at
 		}
 		cut += next + 1
 	}
 	if cut <= 0 {
-		return nil
+		return nil, at
 	}
 	if f, err = parsePOSIX(src[:cut]); err != nil {
-		return nil
+		return nil, at
 	}
-	return f
+	return f, at
 }
 
 func parsePOSIX(src string) (*syntax.File, error) {

@@ -109,6 +109,11 @@ func TestShellReadings(t *testing.T) {
 		{family: "arith-data", command: "i=0; while :; do i=$((i+1)); done", never: []string{"…"}},
 		// function f { is a program named function to dash.
 		{family: "function", command: "{ function f { f | f & }; f\n}", want: []string{"function|f|{|f", "f"}},
+		// dash and busybox run a substitution's code a command at a time, up to a syntax
+		// error in it: a POSIX parse that fails inside one fails closed.
+		{family: "function", command: "echo `function 0 { 0&}\n`", closed: true},
+		{family: "function", command: "x=$(function f { rm -rf /tmp/p& }); ls", closed: true},
+		{family: "function", command: "eval 'function f { ls& }'", want: []string{"ls"}},
 		// A function that defines another of its name calls that one.
 		{family: "function", command: "ls() { ls() { rm -rf /tmp/p; }; ls\n}\nls", want: []string{"rm|-rf|/tmp/p"}},
 		// a[i]=1 and a+=1 are assignments to bash and programs to dash and busybox.
