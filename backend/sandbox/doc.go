@@ -27,6 +27,9 @@
 // a clean template thread when asked to from a locked one, so nothing else inherits them.
 // Restricting a thread costs a few hundred microseconds, so restricted threads are reused:
 // commands running at the same time are on different workers and in different domains.
+// [Sandbox.Hold] runs only a command's start there and keeps the worker held for the command
+// until it has ended, so that the caller waits for it on its own goroutine (a goroutine
+// locked to a thread pays a hand-over of the thread each time it blocks and wakes).
 //
 // [procgroup]: github.com/airlock-dev/airlock/backend/procgroup
 package sandbox
