@@ -415,6 +415,11 @@ func notFound(shellName string, stderr []byte) [][]byte {
 			continue
 		}
 		for _, name := range parts[:len(parts)-1] {
+			if bytes.Contains(name, []byte("not found")) {
+				// Pieces of two diagnostics written into each other at a finer grain
+				// ("sh: not found0"): no shell looked that name up.
+				continue
+			}
 			out = append(out, append([]byte(nil), name...))
 		}
 	}

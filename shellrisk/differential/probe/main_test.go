@@ -30,6 +30,7 @@ func TestNotFound(t *testing.T) {
 		{"dash", "dash: 1: b\v: not founddash: 1: b\v: not found\n", []string{"b\v", "b\v"}},
 		{"busybox", "sh: a: not foundsh: b: not found\n", []string{"a", "b"}},
 		{"dash", "dash: 1: dash: 1: b\v: not foundb\v: not found\n", []string{"b\v", "b\v"}},
+		{"busybox", "sh: x: sh: not foundx: not found\n", nil},
 		{"dash", "hello\n", nil},
 	} {
 		got := notFound(tc.shell, []byte(tc.stderr))
