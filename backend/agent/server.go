@@ -308,7 +308,6 @@ func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer) exitMsg 
 		Stderr:    stderr,
 		Timeout:   time.Duration(m.TimeoutMS) * time.Millisecond,
 		KillGrace: time.Duration(m.KillGraceMS) * time.Millisecond,
-		Track:     s.owners.Track(strconv.FormatUint(uint64(p.id), 10)),
 	}
 	var stdinW *os.File // ours until the command starts and the pump takes it
 	if m.Stdin {
@@ -323,6 +322,16 @@ func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer) exitMsg 
 			go p.in.pump(w, func(n int) { s.grant(p.id, n) })
 			stdinW = nil
 		}
+	}
+	// Marked before the fork, since the child may connect before its PID is listed; done
+	// once it is (Started runs after Track), or when the start failed.
+	var started func()
+	spec.Track, started = s.owners.Starting(strconv.FormatUint(uint64(p.id), 10))
+	defer started()
+	if next := spec.Started; next != nil {
+		spec.Started = func() { started(); next() }
+	} else {
+		spec.Started = started
 	}
 	// A cancel frame ends the run as a cancelled context does.
 	ctx, cancel := context.WithCancel(context.Background())

@@ -101,7 +101,10 @@ func TestForkBombStoppedByPidsLimit(t *testing.T) {
 	cfg.ReuseContainer = false
 	cfg.PidsLimit = 64
 	env := newEnv(t, cfg)
-	res := mustExec(t, env, backend.Request{Command: "b() { b | b & }; b; sleep 30", Timeout: 3 * time.Second})
+	// The sleep starts before the bomb takes every PID, and the shell then waits in a
+	// built-in: the command can only end by its timeout, which must stop the whole tree.
+	// (With "b; sleep 30" the shell could find no PID left for the sleep and exit early.)
+	res := mustExec(t, env, backend.Request{Command: "sleep 30 & b() { b | b & }; b; wait", Timeout: 3 * time.Second})
 	if !res.TimedOut {
 		t.Errorf("fork bomb result: %+v", res)
 	}

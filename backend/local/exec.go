@@ -54,8 +54,10 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		KillGrace: e.cfg.KillGrace,
 		Isolate:   e.isolate,
 	}
+	started := func() {}
 	if id := backend.CallFrom(ctx); e.owners != nil && id != "" {
-		spec.Track = e.owners.Track(id)
+		// Marked before the fork: the child may connect before its PID is listed.
+		spec.Track, started = e.owners.Starting(id)
 	}
 	var proc *procgroup.Process
 	var startErr error
@@ -66,6 +68,7 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		proc, startErr = procgroup.Start(spec)
 		return nil
 	})
+	started()
 	if err != nil {
 		return backend.Result{}, fmt.Errorf("local: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // ErrUnattributed is wrapped by every error of [Table.Owner]: the connection could not be
@@ -22,11 +23,27 @@ var ErrUnattributed = errors.New("no call named")
 type Table struct {
 	mu      sync.Mutex
 	leaders map[int]string
+	// starting counts the commands between [Table.Starting] and its done: they may already
+	// run (a child runs from the fork on) without being listed yet.
+	starting int
+	// changed is closed, and replaced, whenever leaders or starting change.
+	changed chan struct{}
 	proc    string // the proc filesystem's mount point
+	// waiting, when set (tests), is called as a lookup starts waiting for a start.
+	waiting func()
 }
 
+// startWait bounds how long [Table.Owner] waits for commands being started to be listed.
+const startWait = 2 * time.Second
+
 // New returns an empty table.
-func New() *Table { return &Table{leaders: map[int]string{}, proc: "/proc"} }
+func New() *Table { return &Table{leaders: map[int]string{}, changed: make(chan struct{}), proc: "/proc"} }
+
+// signal wakes the lookups waiting for a change; t.mu is held.
+func (t *Table) signal() {
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
 
 // Add records that the process group led by pid runs for tag (a call ID) until remove is
 // called. Call remove before the leader is reaped (procgroup.Spec.Track does), so that its
@@ -34,6 +51,7 @@ func New() *Table { return &Table{leaders: map[int]string{}, proc: "/proc"} }
 func (t *Table) Add(pid int, tag string) (remove func()) {
 	t.mu.Lock()
 	t.leaders[pid] = tag
+	t.signal()
 	t.mu.Unlock()
 	var once sync.Once
 	return func() {
@@ -42,6 +60,28 @@ func (t *Table) Add(pid int, tag string) (remove func()) {
 			if t.leaders[pid] == tag {
 				delete(t.leaders, pid)
 			}
+			t.signal()
+			t.mu.Unlock()
+		})
+	}
+}
+
+// Starting is [Table.Track] for a command about to be started: call it before the fork,
+// give track to procgroup.Spec.Track, and call done once the start returned (whether or not
+// it succeeded). A child runs from the fork on, before its PID is known and listed: a lookup
+// that finds no holder while a command is being started waits (at most startWait) for the
+// start to finish and looks again, so a fast command's connection is never taken for no
+// command's.
+func (t *Table) Starting(tag string) (track func(pid int) (untrack func()), done func()) {
+	t.mu.Lock()
+	t.starting++
+	t.mu.Unlock()
+	var once sync.Once
+	return t.Track(tag), func() {
+		once.Do(func() {
+			t.mu.Lock()
+			t.starting--
+			t.signal()
 			t.mu.Unlock()
 		})
 	}
@@ -69,12 +109,35 @@ func (t *Table) Owner(client, server netip.AddrPort) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	t.mu.Lock()
-	leaders := make(map[int]string, len(t.leaders))
-	for pid, tag := range t.leaders {
-		leaders[pid] = tag
+	deadline := time.Now().Add(startWait)
+	for {
+		t.mu.Lock()
+		leaders := make(map[int]string, len(t.leaders))
+		for pid, tag := range t.leaders {
+			leaders[pid] = tag
+		}
+		starting, changed := t.starting, t.changed
+		t.mu.Unlock()
+		tag, err := t.holder(leaders, inode, client, server)
+		left := time.Until(deadline)
+		if err == nil || starting == 0 || left <= 0 {
+			return tag, err
+		}
+		// A command being started may hold it and not be listed yet.
+		if t.waiting != nil {
+			t.waiting()
+		}
+		timer := time.NewTimer(left)
+		select {
+		case <-changed:
+		case <-timer.C:
+		}
+		timer.Stop()
 	}
-	t.mu.Unlock()
+}
+
+// holder is the one tag among leaders whose processes hold the socket inode.
+func (t *Table) holder(leaders map[int]string, inode uint64, client, server netip.AddrPort) (string, error) {
 	if len(leaders) == 0 {
 		return "", fmt.Errorf("%w: no command is running", ErrUnattributed)
 	}

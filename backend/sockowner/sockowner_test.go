@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -277,5 +278,52 @@ func BenchmarkTrack(b *testing.B) {
 	track := tab.Track("call-bench")
 	for i := range b.N {
 		track(100000 + i%1000)()
+	}
+}
+
+// TestOwnerWaitsForAStart: a child runs from the fork on, before the PID that lists it is
+// known. A lookup that comes in that gap — a command being started, its connection already
+// made — waits for the start to finish and names the call; once no start is pending, a
+// socket no listed command holds is unattributed at once.
+func TestOwnerWaitsForAStart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tab := New()
+	waiting := make(chan struct{})
+	var once sync.Once
+	tab.waiting = func() { once.Do(func() { close(waiting) }) }
+	track, started := tab.Starting("call-a")
+	a := start(t, ln, "a", 0) // connected, and not listed yet
+	cl, sv := addrs(t, a.conn)
+	type answer struct {
+		tag string
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		tag, err := tab.Owner(cl, sv)
+		got <- answer{tag, err}
+	}()
+	// Only once the lookup found no holder and waits does the start finish.
+	select {
+	case <-waiting:
+	case ans := <-got:
+		t.Fatalf("Owner during a start did not wait for it: %q, %v", ans.tag, ans.err)
+	}
+	defer track(a.cmd.Process.Pid)()
+	started()
+	if ans := <-got; ans.err != nil || ans.tag != "call-a" {
+		t.Fatalf("Owner during a start = %q, %v; want call-a", ans.tag, ans.err)
+	}
+
+	// With nothing being started, an unlisted holder is not waited for.
+	b := start(t, ln, "b", 0)
+	cl, sv = addrs(t, b.conn)
+	tab.waiting = func() { t.Error("a lookup waited with no start pending") }
+	if tag, err := tab.Owner(cl, sv); !errors.Is(err, ErrUnattributed) {
+		t.Fatalf("unlisted holder: Owner = %q, %v; want unattributed", tag, err)
 	}
 }
