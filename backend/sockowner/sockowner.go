@@ -37,7 +37,9 @@ type Table struct {
 const startWait = 2 * time.Second
 
 // New returns an empty table.
-func New() *Table { return &Table{leaders: map[int]string{}, changed: make(chan struct{}), proc: "/proc"} }
+func New() *Table {
+	return &Table{leaders: map[int]string{}, changed: make(chan struct{}), proc: "/proc"}
+}
 
 // signal wakes the lookups waiting for a change; t.mu is held.
 func (t *Table) signal() {
