@@ -79,6 +79,8 @@ func TestShellReadings(t *testing.T) {
 		{family: "ansi-c", command: `$'\e' ; rm -rf /tmp/p`, want: []string{"\x1b", `$\e`, `\e`}},
 		{family: "ansi-c", command: `ls a$'\x41\0b'c`, want: []string{"ls|aAc", `ls|a$\x41\0bc`, "ls|aAbc"}},
 		{family: "ansi-c", command: `ls $'caf\u00e9'`, want: []string{"ls|…", `ls|caf\u00e9`}},
+		// Bytes this package uses as marks, decoded from $'…', are not read.
+		{family: "ansi-c", command: `ls $'0\cC' $'\x01' $'\002'`, want: []string{"ls|…|…|…"}},
 		// An alias whose text holds a here-document is read with the input after the call.
 		{family: "alias-input", command: "shopt -s expand_aliases\nalias ls='cat <<'\\''EOF'\\''\n$(rm -rf /tmp/p)\nEOF'\nls", closed: true},
 		{family: "alias-input", command: "shopt -s expand_aliases\nalias ls='python3 <<'\\''EOF'\\''\nimport os\nos.system('\\''rm -rf /'\\'')\nEOF'\nls", closed: true},

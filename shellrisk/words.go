@@ -182,7 +182,13 @@ func (w *walker) resolve(word *syntax.Word) arg {
 			switch {
 			case (p.Dollar || busyboxDollar) && w.busybox:
 				busyboxDollar = false
-				b.WriteString(decodeBusyboxANSIC(p.Value))
+				d := decodeBusyboxANSIC(p.Value)
+				if strings.ContainsAny(d, splitMark+homeMark+keepMark) {
+					// $'\cC' is a byte this package uses as a mark: not read.
+					a.dynamic = true
+					d = dynamicMark
+				}
+				b.WriteString(d)
 			case p.Dollar && w.posix:
 				// dash: a $ followed by a quoted string.
 				b.WriteString("$" + p.Value)
@@ -192,8 +198,9 @@ func (w *walker) resolve(word *syntax.Word) arg {
 					// A NUL ends the C string the program gets: $'rm\x00x' is rm.
 					d = d[:i]
 				}
-				if locale {
-					// $'\u00e9' is é in a UTF-8 locale and \u00E9 in the C locale.
+				if locale || strings.ContainsAny(d, splitMark+homeMark+keepMark) {
+					// $'\u00e9' is é in a UTF-8 locale and \u00E9 in the C locale; $'\cC' is
+					// a byte this package uses as a mark.
 					a.dynamic = true
 					d = dynamicMark
 				}
