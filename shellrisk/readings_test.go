@@ -65,6 +65,9 @@ func TestShellReadings(t *testing.T) {
 		{family: "ifs", command: "if true; then IFS=:; fi; x=a:b; ls $x", want: []string{"ls|…"}},
 		{family: "ifs", command: "IFS=:; sh -c 'x=\"a b\"; ls $x'", want: []string{"ls|a|b"}},
 		{family: "ifs", command: "x=; $x rm -rf /tmp/p", want: []string{"rm|-rf|/tmp/p"}},
+		// A $ that starts no expansion turns bash's field splitting off for the word.
+		{family: "ifs", command: "x='a b'; ls $x$ y", want: []string{"ls|…|y"}},
+		{family: "ifs", command: "x='a b'; ls $x\\$", want: []string{"ls|a|b$"}},
 		// A delimiter that is not white space ends a field, an empty one too.
 		{family: "ifs", command: "IFS=:; x=a::b; ls $x", want: []string{"ls|a||b"}},
 		{family: "ifs", command: "IFS=:; x=:a:b:; ls $x", want: []string{"ls||a|b"}},

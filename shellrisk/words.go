@@ -156,6 +156,9 @@ func (w *walker) resolve(word *syntax.Word) arg {
 	// busyboxDollar is set when the part before a single-quoted string is the $ that the
 	// POSIX parser keeps apart: busybox sh reads the two as $'…'.
 	busyboxDollar := false
+	// litDollar is set by a $ that starts no expansion (a${IFS}$): bash then splits no
+	// field of the word, dash and busybox split as usual.
+	litDollar := false
 	for i, part := range word.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
@@ -171,6 +174,9 @@ func (w *walker) resolve(word *syntax.Word) arg {
 			}
 			if hasUnescapedGlob(v) {
 				a.glob = true
+			}
+			if hasUnescapedDollar(v) {
+				litDollar = true
 			}
 			b.WriteString(unescapeLit(v))
 		case *syntax.SglQuoted:
@@ -245,6 +251,9 @@ func (w *walker) resolve(word *syntax.Word) arg {
 		}
 	}
 	a.text = b.String()
+	if a.split && litDollar {
+		a.split, a.dynamic, a.text = false, true, dynamicMark
+	}
 	if !a.split && strings.Contains(a.text, keepMark) {
 		a.text = strings.ReplaceAll(a.text, keepMark, "")
 	}
@@ -327,6 +336,19 @@ func (w *walker) param(p *syntax.ParamExp, a *arg, b *strings.Builder, quoted bo
 	}
 	a.dynamic = true
 	b.WriteString(dynamicMark)
+}
+
+// hasUnescapedDollar reports whether an unquoted literal holds a $ without a backslash.
+func hasUnescapedDollar(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '$':
+			return true
+		}
+	}
+	return false
 }
 
 // hasUnescapedGlob reports whether an unquoted literal holds *, ? or a [ that a ] closes.
