@@ -249,6 +249,13 @@ func (w *walker) stateEffects(name string, args []arg, seg string) {
 	}
 	if name == "hash" {
 		w.hashPaths(args)
+		// hash NAME looks NAME up in PATH, as running it would, and says so when it is not
+		// there: each name is listed (it runs nothing, so it adds no reason).
+		for _, a := range args {
+			if !a.dynamic && !isFlag(a.text) && !strings.Contains(a.text, "/") {
+				w.record(a.text, []arg{a})
+			}
+		}
 	}
 	valueOpts := map[string]string{"read": "adinNptu", "mapfile": "CcdnOsu", "readarray": "CcdnOsu", "printf": "v", "wait": "p"}[name]
 	var ops []arg

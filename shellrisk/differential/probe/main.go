@@ -376,8 +376,8 @@ func killSession(sid int) {
 //	sh: NAME: not found                       sh: exec: line 0: NAME: not found
 //
 // dash and busybox also name the built-in whose code looked the name up, eval (nested
-// too): "dash: 2: eval: NAME: not found", "sh: eval: line 1: NAME: not found". That
-// prefix is the diagnostic's, not the name's.
+// too) or hash: "dash: 2: eval: NAME: not found", "sh: eval: line 1: NAME: not found",
+// "dash: 1: hash: NAME: not found". That prefix is the diagnostic's, not the name's.
 func notFound(shellName string, stderr []byte) [][]byte {
 	prefix, suffix := "sh: ", ": not found"
 	switch shellName {
@@ -398,6 +398,9 @@ func notFound(shellName string, stderr []byte) [][]byte {
 		if shellName == "dash" || shellName == "busybox" {
 			for {
 				r, ok := bytes.CutPrefix(rest, []byte("eval: "))
+				if !ok {
+					r, ok = bytes.CutPrefix(rest, []byte("hash: "))
+				}
 				if !ok {
 					break
 				}

@@ -31,6 +31,7 @@ func TestNotFound(t *testing.T) {
 		{"busybox", "sh: a: not foundsh: b: not found\n", []string{"a", "b"}},
 		{"dash", "dash: 1: dash: 1: b\v: not foundb\v: not found\n", []string{"b\v", "b\v"}},
 		{"busybox", "sh: x: sh: not foundx: not found\n", nil},
+		{"dash", "dash: 1: hash: nosuch: not found\n", []string{"nosuch"}},
 		{"dash", "hello\n", nil},
 	} {
 		got := notFound(tc.shell, []byte(tc.stderr))
