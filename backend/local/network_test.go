@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"os/exec"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/sandbox"
 	"github.com/airlock-dev/airlock/egress"
+	"github.com/airlock-dev/airlock/egress/egresstest"
 	"github.com/airlock-dev/airlock/urlguard"
 )
 
@@ -66,15 +66,6 @@ func TestNetworkNone(t *testing.T) {
 	}
 }
 
-type names map[string]string
-
-func (n names) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := n[host]; ok {
-		return []netip.Addr{netip.MustParseAddr(a)}, nil
-	}
-	return nil, fmt.Errorf("no such host %s", host)
-}
-
 // TestNetworkAllowlistLandlock: with Landlock allowing TCP connect only to the egress
 // proxy's port, a command reaches the allowlisted server through the proxy, gets 403 for
 // another, and cannot connect to the server directly. Only loopback is touched.
@@ -83,40 +74,11 @@ func TestNetworkAllowlistLandlock(t *testing.T) {
 	if err != nil {
 		t.Skip("bash not installed")
 	}
-	serve := func(name string) string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, name) })}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Close() })
-		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		return port
-	}
-	allowedPort, otherPort := serve("allowed-server"), serve("other-server")
-	g, err := urlguard.New(urlguard.Config{Mode: urlguard.ModeAllowlist, AllowDomains: []string{"allowed.test"}},
-		urlguard.WithResolver(names{"allowed.test": "127.0.0.1", "other.test": "127.0.0.1"}), urlguard.AllowLoopbackForTesting())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var denied []egress.Denial
-	p, err := egress.New(g, egress.WithOnDenied(func(d egress.Denial) { mu.Lock(); denied = append(denied, d); mu.Unlock() }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go p.Serve(pln)
-	t.Cleanup(func() { p.Close() })
-	proxyPort := uint16(pln.Addr().(*net.TCPAddr).Port)
-
+	allowedPort, otherPort := egresstest.Server(t, "allowed-server"), egresstest.Server(t, "other-server")
+	px := egresstest.Start(t, []string{"allowed.test"}, egresstest.Names{"allowed.test": "127.0.0.1", "other.test": "127.0.0.1"})
 	e, err := New(Config{Workspace: t.TempDir(), Shell: bash, Network: NetworkHost, DefaultTimeout: 20 * time.Second,
-		Env:     map[string]string{"HTTP_PROXY": "http://" + pln.Addr().String()},
-		Sandbox: SandboxConfig{Network: sandbox.Network{ConnectTCP: []uint16{proxyPort}}}})
+		Env:     map[string]string{"HTTP_PROXY": px.URL()},
+		Sandbox: SandboxConfig{Network: sandbox.Network{ConnectTCP: []uint16{px.Port()}}}})
 	if err != nil {
 		t.Skipf("no enforced Landlock here: %v", err)
 	}
@@ -141,9 +103,7 @@ func TestNetworkAllowlistLandlock(t *testing.T) {
 		t.Fatalf("direct connection past the proxy: %q", out)
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
-	if len(denied) != 1 || denied[0].Reason != urlguard.NotAllowlisted {
+	if denied := px.Denials.List(); len(denied) != 1 || denied[0].Reason != urlguard.NotAllowlisted {
 		t.Fatalf("denials: %+v", denied)
 	}
 }
@@ -158,29 +118,13 @@ func TestNetworkAllowlistRefusalNamesItsCall(t *testing.T) {
 	if err != nil {
 		t.Skip("bash not installed")
 	}
-	g, err := urlguard.New(urlguard.Config{Mode: urlguard.ModeAllowlist, AllowDomains: []string{"allowed.test"}},
-		urlguard.WithResolver(names{"allowed.test": "127.0.0.1"}), urlguard.AllowLoopbackForTesting())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	denied := map[string]egress.Denial{} // by host asked for
-	p, err := egress.New(g, egress.WithOnDenied(func(d egress.Denial) { mu.Lock(); denied[d.Host] = d; mu.Unlock() }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go p.Serve(pln)
-	t.Cleanup(func() { p.Close() })
-	proxyPort := uint16(pln.Addr().(*net.TCPAddr).Port)
+	px := egresstest.Start(t, []string{"allowed.test"}, egresstest.Names{"allowed.test": "127.0.0.1"})
+	pln := px.Listener
 	ws := t.TempDir()
 	e, err := New(Config{Workspace: ws, Shell: bash, Network: NetworkHost, DefaultTimeout: 30 * time.Second,
-		Env:       map[string]string{"HTTP_PROXY": "http://" + pln.Addr().String()},
-		Sandbox:   SandboxConfig{Network: sandbox.Network{ConnectTCP: []uint16{proxyPort}}},
-		Attribute: func(o backend.ConnOwner) { p.SetOwner(egress.Owner(o)) }})
+		Env:       map[string]string{"HTTP_PROXY": px.URL()},
+		Sandbox:   SandboxConfig{Network: sandbox.Network{ConnectTCP: []uint16{px.Port()}}},
+		Attribute: func(o backend.ConnOwner) { px.SetOwner(egress.Owner(o)) }})
 	if err != nil {
 		t.Skipf("no enforced Landlock here: %v", err)
 	}
@@ -232,8 +176,7 @@ p=${HTTP_PROXY#http://}; exec 3<>/dev/tcp/${p%%:*}/${p##*:} && printf '%[3]s' >&
 		t.Fatalf("own request: %+v", resp)
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
+	denied := px.Denials.ByHost()
 	for _, c := range calls {
 		d, ok := denied[c.host]
 		if !ok || d.CallID != c.id || d.Unattributed != "" || d.Reason != urlguard.NotAllowlisted {

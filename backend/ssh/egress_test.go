@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
-	"net/netip"
 	"os/exec"
 	"strings"
 	"sync"
@@ -16,17 +14,9 @@ import (
 	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/backend/ssh/sshtest"
 	"github.com/airlock-dev/airlock/egress"
+	"github.com/airlock-dev/airlock/egress/egresstest"
 	"github.com/airlock-dev/airlock/urlguard"
 )
-
-type names map[string]string
-
-func (n names) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := n[host]; ok {
-		return []netip.Addr{netip.MustParseAddr(a)}, nil
-	}
-	return nil, fmt.Errorf("no such host %s", host)
-}
 
 // TestNetworkAllowlistThroughReverseForward: with an egress proxy, a remote command's
 // $HTTP_PROXY (a reverse-forwarded port on the remote loopback) reaches an allowlisted
@@ -37,35 +27,8 @@ func TestNetworkAllowlistThroughReverseForward(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("no curl for the remote client")
 	}
-	serve := func(name string) string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, name) })}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Close() })
-		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		return port
-	}
-	allowedPort, otherPort := serve("allowed-server"), serve("other-server")
-	g, err := urlguard.New(urlguard.Config{Mode: urlguard.ModeAllowlist, AllowDomains: []string{"allowed.test"}},
-		urlguard.WithResolver(names{"allowed.test": "127.0.0.1", "other.test": "127.0.0.1"}), urlguard.AllowLoopbackForTesting())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var denied []egress.Denial
-	p, err := egress.New(g, egress.WithOnDenied(func(d egress.Denial) { mu.Lock(); denied = append(denied, d); mu.Unlock() }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go p.Serve(pln)
-	t.Cleanup(func() { p.Close() })
+	allowedPort, otherPort := egresstest.Server(t, "allowed-server"), egresstest.Server(t, "other-server")
+	px := egresstest.Start(t, []string{"allowed.test"}, egresstest.Names{"allowed.test": "127.0.0.1", "other.test": "127.0.0.1"})
 
 	srv := sshtest.Start(t)
 	for _, mode := range []string{ssh.ModeSession, ssh.ModeAgent} {
@@ -78,7 +41,7 @@ func TestNetworkAllowlistThroughReverseForward(t *testing.T) {
 			stopped := false
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			env, err := ssh.New(ctx, cfg, ssh.WithEgress(backend.Egress{URL: "http://" + pln.Addr().String(), Stop: func() error { stopped = true; return nil }}))
+			env, err := ssh.New(ctx, cfg, ssh.WithEgress(backend.Egress{URL: px.URL(), Stop: func() error { stopped = true; return nil }}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,9 +113,7 @@ func TestNetworkAllowlistThroughReverseForward(t *testing.T) {
 			}
 		})
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(denied) != 2 || denied[0].Reason != urlguard.NotAllowlisted {
+	if denied := px.Denials.List(); len(denied) != 2 || denied[0].Reason != urlguard.NotAllowlisted {
 		t.Fatalf("denials: %+v", denied)
 	}
 }
@@ -167,25 +128,9 @@ func TestNetworkAllowlistRefusalNamesItsCall(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("no curl for the remote client")
 	}
-	g, err := urlguard.New(urlguard.Config{Mode: urlguard.ModeAllowlist, AllowDomains: []string{"allowed.test"}},
-		urlguard.WithResolver(names{"allowed.test": "127.0.0.1"}), urlguard.AllowLoopbackForTesting())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	denied := map[string]egress.Denial{} // by host asked for
-	p, err := egress.New(g, egress.WithOnDenied(func(d egress.Denial) { mu.Lock(); denied[d.Host] = d; mu.Unlock() }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go p.Serve(pln)
-	t.Cleanup(func() { p.Close() })
-	eg := backend.Egress{URL: "http://" + pln.Addr().String(), Stop: func() error { return nil },
-		Serve: func(ln net.Listener, owner backend.ConnOwner) func() { return p.ServeOwned(ln, egress.Owner(owner)) }}
+	px := egresstest.Start(t, []string{"allowed.test"}, egresstest.Names{"allowed.test": "127.0.0.1"})
+	eg := backend.Egress{URL: px.URL(), Stop: func() error { return nil },
+		Serve: func(ln net.Listener, owner backend.ConnOwner) func() { return px.ServeOwned(ln, egress.Owner(owner)) }}
 
 	srv := sshtest.Start(t)
 	for _, mode := range []string{ssh.ModeSession, ssh.ModeAgent} {
@@ -238,8 +183,7 @@ func TestNetworkAllowlistRefusalNamesItsCall(t *testing.T) {
 			if _, err := env.Exec(ctx, backend.Request{Command: `curl -sS --max-time 10 http://` + noCall + `/`}); err != nil {
 				t.Fatal(err)
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			denied := px.Denials.ByHost()
 			for _, c := range calls {
 				if d, ok := denied[c.host]; !ok || d.CallID != c.id || d.Unattributed != "" {
 					t.Errorf("refusal of %s: %+v, want it on %s", c.host, d, c.id)
