@@ -1,16 +1,12 @@
 package local
 
 import (
-	"bytes"
 	"context"
-	"os/exec"
-	"sort"
-	"syscall"
+	"fmt"
 	"testing"
-	"time"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/procgroup"
+	"github.com/airlock-dev/airlock/backend/backendtest"
 )
 
 // BenchmarkExecTrue times `sh -c true` through Env.Exec (sandboxed where the kernel allows)
@@ -29,34 +25,11 @@ func BenchmarkExecTrue(b *testing.B) {
 	if _, err := e.Exec(ctx, req); err != nil {
 		b.Fatal(err)
 	}
-	ours := make([]time.Duration, 0, b.N)
-	raw := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		start := time.Now()
+	backendtest.BenchAgainstForkExec(b, func() error {
 		res, err := e.Exec(ctx, req)
-		if err != nil || res.ExitCode != 0 {
-			b.Fatal(res, err)
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
 		}
-		ours = append(ours, time.Since(start))
-		cmd := exec.Command("/bin/sh", "-c", "true")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		var out, errb bytes.Buffer // its output captured, as a backend captures it
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		start = time.Now()
-		if err := procgroup.RunCmd(cmd); err != nil {
-			b.Fatal(err)
-		}
-		raw = append(raw, time.Since(start))
-	}
-	b.StopTimer()
-	o, r := median(ours), median(raw)
-	b.ReportMetric(float64(o.Microseconds()), "exec-p50-µs")
-	b.ReportMetric(float64(r.Microseconds()), "raw-p50-µs")
-	b.ReportMetric(float64(o)/float64(r), "ratio")
-}
-
-func median(d []time.Duration) time.Duration {
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	return d[len(d)/2]
+		return err
+	})
 }

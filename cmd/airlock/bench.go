@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/procgroup"
 	"github.com/airlock-dev/airlock/configs"
 	"github.com/airlock-dev/airlock/engine"
 )
@@ -128,7 +129,7 @@ func runBench(args []string, s stdio) int {
 			continue
 		}
 		// Interleaved, so that whatever else the machine does weighs on both alike.
-		took, err := rawForkExec()
+		took, err := procgroup.TimeForkExec()
 		if err != nil {
 			return fail(s, fmt.Errorf("raw fork/exec: %w", err))
 		}

@@ -1,33 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os/exec"
 	"strconv"
 	"syscall"
-	"time"
-
-	"github.com/airlock-dev/airlock/backend/procgroup"
 )
 
 // roundTripper is an environment that can time a message to its host and back with nothing
 // run (the SSH backend's keepalive).
 type roundTripper interface {
 	RoundTrip(ctx context.Context) error
-}
-
-// rawForkExec times what a command costs without Airlock: a fork/exec of `sh -c true` with
-// its own process group and output pipes, as the local backend starts one.
-func rawForkExec() (time.Duration, error) {
-	var out, errb bytes.Buffer
-	cmd := exec.Command("/bin/sh", "-c", "true")
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	start := time.Now()
-	err := procgroup.RunCmd(cmd) // cmd.Run, but not taken for an escapee where we are a subreaper
-	return time.Since(start), err
 }
 
 // startIdle starts n idle processes (sleep) that are not children of this process — as the
