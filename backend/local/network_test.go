@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/backendtest"
 	"github.com/airlock-dev/airlock/backend/sandbox"
 	"github.com/airlock-dev/airlock/egress"
 	"github.com/airlock-dev/airlock/egress/egresstest"
@@ -141,21 +141,11 @@ p=${HTTP_PROXY#http://}; exec 3<>/dev/tcp/${p%%:*}/${p##*:} && printf '%[3]s' >&
 		{"call-a", cmd("a.mark", "b.mark", `GET http://a-denied.test/ HTTP/1.0\r\nHost: a-denied.test\r\n\r\n`), "a-denied.test"},
 		{"call-b", cmd("b.mark", "a.mark", `CONNECT b-denied.test:443 HTTP/1.0\r\nHost: b-denied.test:443\r\n\r\n`), "b-denied.test"},
 	}
-	var wg sync.WaitGroup
-	outs := make([]string, len(calls))
-	for i, c := range calls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := e.Exec(backend.WithCall(context.Background(), c.id), backend.Request{Command: c.command})
-			if err != nil {
-				outs[i] = err.Error()
-				return
-			}
-			outs[i] = string(res.Stdout) + string(res.Stderr)
-		}()
+	var run []backendtest.Call
+	for _, c := range calls {
+		run = append(run, backendtest.Call{ID: c.id, Command: c.command})
 	}
-	wg.Wait()
+	outs := backendtest.ExecCalls(context.Background(), e, run)
 	for i, c := range calls {
 		if !strings.Contains(outs[i], " 403 ") {
 			t.Fatalf("%s: want a 403 from the proxy, got %q", c.id, outs[i])

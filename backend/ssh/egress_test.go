@@ -6,11 +6,11 @@ import (
 	"net"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/backendtest"
 	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/backend/ssh/sshtest"
 	"github.com/airlock-dev/airlock/egress"
@@ -159,21 +159,11 @@ func TestNetworkAllowlistRefusalNamesItsCall(t *testing.T) {
 				{"call-a-" + mode, barrier("a", "b") + `curl -sS --max-time 10 -w ' code=%{http_code}' http://a-denied.test/`, "a-denied.test"},
 				{"call-b-" + mode, barrier("b", "a") + `curl -sS --max-time 10 -p -w ' code=%{http_code}' https://b-denied.test/`, "b-denied.test"},
 			}
-			var wg sync.WaitGroup
-			outs := make([]string, len(calls))
-			for i, c := range calls {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					res, err := env.Exec(backend.WithCall(ctx, c.id), backend.Request{Command: c.command})
-					if err != nil {
-						outs[i] = err.Error()
-						return
-					}
-					outs[i] = string(res.Stdout) + string(res.Stderr)
-				}()
+			var run []backendtest.Call
+			for _, c := range calls {
+				run = append(run, backendtest.Call{ID: c.id, Command: c.command})
 			}
-			wg.Wait()
+			outs := backendtest.ExecCalls(ctx, env, run)
 			for i, c := range calls {
 				if !strings.Contains(outs[i], "403") {
 					t.Fatalf("%s: want a 403 from the proxy, got %q", c.id, outs[i])
