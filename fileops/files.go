@@ -9,9 +9,6 @@ import (
 	"github.com/airlock-dev/airlock/tool"
 )
 
-// binaryProbe is how much of a file's head is looked at for NUL bytes.
-const binaryProbe = 8 << 10
-
 // files is where the tools' bytes come from and go to: the host through an os.Root, or
 // commands in the environment. Every path is absolute and already allowed by policy.
 type files interface {

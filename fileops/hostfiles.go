@@ -1,8 +1,6 @@
 package fileops
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -146,36 +144,11 @@ func (h hostFiles) window(_ context.Context, p string, first, last int, max int6
 		return window{}, err
 	}
 	defer f.Close()
-	w := window{size: fi.Size()}
-	br := bufio.NewReaderSize(f, 64<<10)
-	head, _ := br.Peek(binaryProbe)
-	if bytes.IndexByte(head, 0) >= 0 {
-		w.binary = true
-		return w, nil
-	}
-	var buf bytes.Buffer
-	line, atStart := 0, true
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(chunk) > 0 {
-			if atStart {
-				line++
-			}
-			atStart = chunk[len(chunk)-1] == '\n'
-			if line >= first && (last == 0 || line <= last) && int64(buf.Len()) <= max {
-				buf.Write(chunk[:min(len(chunk), int(max+1)-buf.Len())])
-			}
-		}
-		if err == nil || errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	lines, err := backend.ReadLines(f, first, last, max)
+	if err != nil {
 		return window{}, mapErr(err)
 	}
-	w.data, w.total = buf.Bytes(), line
-	return w, nil
+	return window{size: fi.Size(), binary: lines.Binary, data: lines.Data, total: lines.Total}, nil
 }
 
 func (h hostFiles) readAll(_ context.Context, p string, max int64) ([]byte, error) {

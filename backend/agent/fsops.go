@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -30,9 +28,6 @@ import (
 // just as well. What is checked (fstat: a regular file, its size, its link count) is the
 // open file that is then read; a write goes to a temporary file created in the directory's
 // descriptor and renamed over the name in that same descriptor.
-
-// binaryProbe is how much of a file's head is looked at for NUL bytes.
-const binaryProbe = 8 << 10
 
 // noOpenat2 is set once openat2 turned out to be missing, so later calls go straight to the
 // component walk.
@@ -245,37 +240,11 @@ func fileWindow(req backend.FileRequest) (backend.FileResult, error) {
 		return backend.FileResult{}, err
 	}
 	defer f.Close()
-	res := backend.FileResult{Size: st.Size}
-	br := bufio.NewReaderSize(f, 64<<10)
-	head, _ := br.Peek(binaryProbe)
-	if bytes.IndexByte(head, 0) >= 0 {
-		res.Binary = true
-		return res, nil
-	}
-	limit := req.MaxBytes
-	var buf bytes.Buffer
-	line, atStart := 0, true
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(chunk) > 0 {
-			if atStart {
-				line++
-			}
-			atStart = chunk[len(chunk)-1] == '\n'
-			if line >= req.First && (req.Last == 0 || line <= req.Last) && int64(buf.Len()) <= limit {
-				buf.Write(chunk[:min(int64(len(chunk)), limit+1-int64(buf.Len()))])
-			}
-		}
-		if err == nil || errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	lines, err := backend.ReadLines(f, req.First, req.Last, req.MaxBytes)
+	if err != nil {
 		return backend.FileResult{}, mapErrno(err, base)
 	}
-	res.Data, res.Lines = buf.Bytes(), line
-	return res, nil
+	return backend.FileResult{Size: st.Size, Binary: lines.Binary, Data: lines.Data, Lines: lines.Total}, nil
 }
 
 // fileRead serves backend.FileRead.

@@ -206,7 +206,7 @@ func (s *searcher) file(dfd int, name, full string) error {
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 64<<10)
-	if head, _ := br.Peek(binaryProbe); bytes.IndexByte(head, 0) >= 0 {
+	if head, _ := br.Peek(backend.BinaryProbe); bytes.IndexByte(head, 0) >= 0 {
 		return nil // a binary file, which ripgrep leaves out too
 	}
 	var line []byte

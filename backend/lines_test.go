@@ -1,0 +1,36 @@
+package backend
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestReadLines(t *testing.T) {
+	t.Parallel()
+	text := "one\ntwo\nthree\nfour" // no newline at the end: four lines
+	for _, tc := range []struct {
+		name        string
+		in          string
+		first, last int
+		max         int64
+		data        string
+		total       int
+		binary      bool
+	}{
+		{"all", text, 1, 0, 100, text, 4, false},
+		{"middle", text, 2, 3, 100, "two\nthree\n", 4, false},
+		{"past the end", text, 9, 0, 100, "", 4, false},
+		{"cut one byte over max", text, 1, 0, 5, "one\ntw", 4, false},
+		{"empty", "", 1, 0, 100, "", 0, false},
+		{"binary", "a\x00b\n", 1, 0, 100, "", 0, true},
+		{"line longer than the buffer", strings.Repeat("x", 70<<10) + "\nend\n", 2, 0, 100, "end\n", 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := ReadLines(strings.NewReader(tc.in), tc.first, tc.last, tc.max)
+			if err != nil || string(got.Data) != tc.data || got.Total != tc.total || got.Binary != tc.binary {
+				t.Fatalf("ReadLines = %q %d binary %v, %v; want %q %d binary %v", got.Data, got.Total, got.Binary, err, tc.data, tc.total, tc.binary)
+			}
+		})
+	}
+}
