@@ -323,16 +323,8 @@ func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer) exitMsg 
 			stdinW = nil
 		}
 	}
-	// Marked before the fork, since the child may connect before its PID is listed; done
-	// once it is (Started runs after Track), or when the start failed.
-	var started func()
-	spec.Track, started = s.owners.Starting(strconv.FormatUint(uint64(p.id), 10))
-	defer started()
-	if next := spec.Started; next != nil {
-		spec.Started = func() { started(); next() }
-	} else {
-		spec.Started = started
-	}
+	// Listed from before the fork: the child may connect before its PID is known.
+	defer s.owners.TrackStart(&spec, strconv.FormatUint(uint64(p.id), 10))()
 	// A cancel frame ends the run as a cancelled context does.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

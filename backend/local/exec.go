@@ -54,10 +54,9 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		KillGrace: e.cfg.KillGrace,
 		Isolate:   e.isolate,
 	}
-	started := func() {}
 	if id := backend.CallFrom(ctx); e.owners != nil && id != "" {
-		// Marked before the fork: the child may connect before its PID is listed.
-		spec.Track, started = e.owners.Starting(id)
+		// Listed from before the fork: the child may connect before its PID is known.
+		defer e.owners.TrackStart(&spec, id)()
 	}
 	var proc *procgroup.Process
 	var startErr error
@@ -68,7 +67,6 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		proc, startErr = procgroup.Start(spec)
 		return nil
 	})
-	started()
 	if err != nil {
 		return backend.Result{}, fmt.Errorf("local: %w", err)
 	}

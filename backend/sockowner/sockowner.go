@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/airlock-dev/airlock/backend/procgroup"
 )
 
 // ErrUnattributed is wrapped by every error of [Table.Owner]: the connection could not be
@@ -87,6 +89,21 @@ func (t *Table) Starting(tag string) (track func(pid int) (untrack func()), done
 			t.mu.Unlock()
 		})
 	}
+}
+
+// TrackStart lists the command spec starts as running for tag: [Table.Starting] before the
+// fork, spec.Track with its PID, and the start marked done when procgroup calls
+// spec.Started (after Track). Call done once Start returned, for a start that failed; it
+// does nothing after a start that succeeded.
+func (t *Table) TrackStart(spec *procgroup.Spec, tag string) (done func()) {
+	track, started := t.Starting(tag)
+	spec.Track = track
+	if next := spec.Started; next != nil {
+		spec.Started = func() { started(); next() }
+	} else {
+		spec.Started = started
+	}
+	return started
 }
 
 // Track is [Table.Add] for a call, shaped for procgroup.Spec.Track.
