@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,6 +111,12 @@ const (
 	maxStderr      = 64 << 10
 )
 
+// init keeps the main goroutine on the main thread for good, so that killUser can never
+// run there: a goroutine that ends locked to the main thread leaves the thread alive, and
+// the main thread's credentials are the ones the kernel checks when anything signals the
+// driver.
+func init() { runtime.LockOSThread() }
+
 func main() {
 	switch filepath.Base(os.Args[0]) {
 	case "driver":
@@ -183,6 +190,12 @@ func drive() int {
 	// worker, inherit it, so that a fork bomb stops at its own limit instead of taking the
 	// container's pids, and the driver's threads, with it.
 	_ = syscall.Setrlimit(rlimitNPROC, &syscall.Rlimit{Cur: 128, Max: 128})
+	// killUser makes a thread of the driver the run's user for a moment; not dumpable, the
+	// driver cannot be traced by that user meanwhile.
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0); e != 0 {
+		fmt.Fprintf(os.Stderr, "driver: PR_SET_DUMPABLE: %v\n", e)
+		return 2
+	}
 	if err := os.MkdirAll("/tmp/w", 0o711); err != nil {
 		fmt.Fprintf(os.Stderr, "driver: %v\n", err)
 		return 2
@@ -247,19 +260,26 @@ func run(sh shell, r Request, dir string, uid int) Result {
 		return res
 	}
 	defer os.RemoveAll(dir)
-	var stderr capped
+	stderr, diag, err := newStderr()
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
 	c := &exec.Cmd{
 		Path:   sh.path,
 		Args:   append(append([]string(nil), sh.argv...), string(cmdText)),
 		Dir:    res.Dir,
 		Env:    append([]string{"HOME=" + res.Home, "PWD=" + res.Dir}, env...),
-		Stderr: &stderr,
+		Stderr: stderr,
 		SysProcAttr: &syscall.SysProcAttr{
 			Setsid:     true,
 			Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}},
 		},
 	}
-	if err := c.Start(); err != nil {
+	err = c.Start()
+	_ = stderr.Close()
+	if err != nil {
+		_, _ = diag.wait(time.Now())
 		res.Error = "start: " + err.Error()
 		return res
 	}
@@ -273,23 +293,34 @@ func run(sh shell, r Request, dir string, uid int) Result {
 		res.Exit = exitCode(err)
 	case <-timer.C:
 		res.TimedOut = true
-		killSession(sid)
+		if err := killUser(uid); err != nil {
+			res.Error = err.Error()
+		}
 		res.Exit = exitCode(<-done)
 	}
-	// Background jobs may still be running: wait for the session to empty, then kill what is
-	// left, so that nothing logs into a later run's file.
+	// Background jobs may still be running: give them time to finish.
 	deadline := time.Now().Add(graceAfterExit)
 	for len(sessionMembers(sid)) > 0 {
 		if time.Now().After(deadline) {
 			res.TimedOut = true
-			killSession(sid)
-			time.Sleep(10 * time.Millisecond)
-			if time.Now().After(deadline.Add(2 * time.Second)) {
-				break
-			}
-			continue
+			break
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+	// Then kill what is left, whether that scan saw it or not: a snapshot of /proc can
+	// miss every process of a fork bomb whose processes fork and exit faster than it
+	// reads them, and so can a kill of each pid it found. One kill(-1) as the worker's
+	// user cannot (see killUser), so nothing of this run outlives it to log into a later
+	// run, or to hold the worker's RLIMIT_NPROC.
+	if err := killUser(uid); err != nil {
+		res.Error = err.Error()
+	}
+	// Standard error ends when the last process holding it is gone; by then nothing of
+	// the run can write its log either.
+	var serr error
+	res.Stderr, serr = diag.wait(time.Now().Add(5 * time.Second))
+	if serr != nil {
+		res.Error = serr.Error()
 	}
 	logPath := filepath.Join(logDir, strconv.Itoa(sid)+".log")
 	if b, err := os.ReadFile(logPath); err == nil {
@@ -308,7 +339,6 @@ func run(sh shell, r Request, dir string, uid int) Result {
 		res.Error = "read log: " + err.Error()
 	}
 	_ = os.Remove(logPath)
-	res.Stderr = stderr.buf.Bytes()
 	res.Missing = notFound(sh.name, res.Stderr)
 	return res
 }
@@ -359,11 +389,40 @@ func sessionMembers(sid int) []int {
 	return out
 }
 
-func killSession(sid int) {
-	_ = syscall.Kill(-sid, syscall.SIGKILL)
-	for _, pid := range sessionMembers(sid) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
+// killUser sends SIGKILL to every process of uid in the container. Each worker's shells
+// run as a user of their own, one run at a time, so those are exactly what is left of the
+// worker's current run, whatever session or process group they are in.
+//
+// kill(-1) reaches every process the caller may signal, and the kernel makes it whole:
+// it walks the processes under the lock that fork needs to add one, and a fork under way
+// gives the signal to its child as well. So it is sent from a thread of the driver that
+// has become uid (credentials are per thread in Linux): without CAP_KILL in effect, that
+// thread may signal only uid's processes. The goroutine never unlocks its thread, so
+// the runtime ends that thread with it and no other goroutine runs as uid.
+func killUser(uid int) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if syscall.Gettid() == os.Getpid() {
+			// See init: this thread would stay uid's and let uid's processes signal
+			// (kill -9 -1) the driver.
+			runtime.UnlockOSThread()
+			errc <- errors.New("kill the run: on the main thread")
+			return
+		}
+		u := uintptr(uid)
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, u, u, u); e != 0 {
+			errc <- fmt.Errorf("kill the run: setresuid %d: %w", uid, e)
+			return
+		}
+		all := -1
+		if _, _, e := syscall.RawSyscall(syscall.SYS_KILL, uintptr(all), uintptr(syscall.SIGKILL), 0); e != 0 && e != syscall.ESRCH {
+			errc <- fmt.Errorf("kill the run: kill(-1) as %d: %w", uid, e)
+			return
+		}
+		errc <- nil
+	}()
+	return <-errc
 }
 
 // notFound reads the names a shell could not find from its diagnostics. Each shell has
@@ -378,6 +437,9 @@ func killSession(sid int) {
 // dash and busybox also name the built-in whose code looked the name up, eval (nested
 // too) or hash: "dash: 2: eval: NAME: not found", "sh: eval: line 1: NAME: not found",
 // "dash: 1: hash: NAME: not found". That prefix is the diagnostic's, not the name's.
+//
+// stderr holds each process's writes together (see stderrLog), so every diagnostic is a
+// whole line of its own even when background jobs wrote at once.
 func notFound(shellName string, stderr []byte) [][]byte {
 	prefix, suffix := "sh: ", ": not found"
 	switch shellName {
@@ -389,7 +451,7 @@ func notFound(shellName string, stderr []byte) [][]byte {
 		prefix = "dash: "
 	}
 	var out [][]byte
-	for _, line := range diagnostics(stderr, []byte(prefix)) {
+	for _, line := range bytes.Split(stderr, []byte{'\n'}) {
 		rest, ok := bytes.CutPrefix(line, []byte(prefix))
 		if !ok {
 			continue
@@ -411,40 +473,8 @@ func notFound(shellName string, stderr []byte) [][]byte {
 		if r, ok := bytes.CutPrefix(rest, []byte("exec: ")); ok {
 			rest, end = cutLineNumber(r), ": not found"
 		}
-		// The message may have been written apart from its prefix, between another job's
-		// prefix and message: "x: not foundy: not found" holds two names.
-		parts := bytes.Split(rest, []byte(end))
-		if len(parts) < 2 || len(parts[len(parts)-1]) > 0 {
-			continue
-		}
-		for _, name := range parts[:len(parts)-1] {
-			if bytes.Contains(name, []byte("not found")) {
-				// Pieces of two diagnostics written into each other at a finer grain
-				// ("sh: not found0"): no shell looked that name up.
-				continue
-			}
+		if name, ok := bytes.CutSuffix(rest, []byte(end)); ok {
 			out = append(out, append([]byte(nil), name...))
-		}
-	}
-	return out
-}
-
-// diagnostics splits stderr into the shell's diagnostics: lines, and inside a line each
-// place where the shell's prefix starts again. Background jobs of one run write at once,
-// so one line may hold "dash: 1: dash: 1: x: not found" or "x: not founddash: 1: y: not
-// found"; each diagnostic starts with the prefix.
-func diagnostics(stderr, prefix []byte) [][]byte {
-	var out [][]byte
-	for _, line := range bytes.Split(stderr, []byte{'\n'}) {
-		for len(line) > 0 {
-			next := bytes.Index(line[min(len(prefix), len(line)):], prefix)
-			if next < 0 {
-				out = append(out, line)
-				break
-			}
-			next += len(prefix)
-			out = append(out, line[:next])
-			line = line[next:]
 		}
 	}
 	return out
@@ -461,18 +491,4 @@ func cutLineNumber(b []byte) []byte {
 		return r[i+2:]
 	}
 	return b
-}
-
-// capped keeps the first maxStderr bytes written to it and drops the rest.
-type capped struct{ buf bytes.Buffer }
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := maxStderr - c.buf.Len(); room > 0 {
-		if len(p) > room {
-			c.buf.Write(p[:room])
-		} else {
-			c.buf.Write(p)
-		}
-	}
-	return len(p), nil
 }

@@ -25,12 +25,6 @@ func TestNotFound(t *testing.T) {
 		{"dash", "dash: 1: eval: eval: a[x]=1: not found\n", []string{"a[x]=1"}},
 		{"busybox", "sh: eval: line 1: -rf: not found\n", []string{"-rf"}},
 		{"busybox", "sh: eval: line 0: rm\f-rf: not found\n", []string{"rm\f-rf"}},
-		// Background jobs write at once: one line may hold several diagnostics.
-		{"dash", "dash: 1: dash: 1: x#y: not found\n", []string{"x#y"}},
-		{"dash", "dash: 1: b\v: not founddash: 1: b\v: not found\n", []string{"b\v", "b\v"}},
-		{"busybox", "sh: a: not foundsh: b: not found\n", []string{"a", "b"}},
-		{"dash", "dash: 1: dash: 1: b\v: not foundb\v: not found\n", []string{"b\v", "b\v"}},
-		{"busybox", "sh: x: sh: not foundx: not found\n", nil},
 		{"dash", "dash: 1: hash: nosuch: not found\n", []string{"nosuch"}},
 		{"dash", "hello\n", nil},
 	} {
