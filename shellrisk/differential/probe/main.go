@@ -12,6 +12,12 @@
 // The log is keyed by the session id: the driver starts each shell with setsid, and no shell
 // built-in can leave the session, so everything the shell runs — pipelines, background jobs,
 // job-control process groups — logs to that run's file, and runs can go in parallel.
+//
+// A run is over when its shell has exited and its background jobs have finished, or had
+// their time; whatever is left of it is then killed as its worker's user (killUser), and
+// only then are its log and its standard error read. Standard error is read one write at a
+// time with the writer's pid (stderr.go), so that diagnostics of jobs writing at once
+// never run into each other.
 package main
 
 import (
