@@ -101,10 +101,13 @@ func TestForkBombStoppedByPidsLimit(t *testing.T) {
 	cfg.ReuseContainer = false
 	cfg.PidsLimit = 64
 	env := newEnv(t, cfg)
-	// The sleep starts before the bomb takes every PID, and the shell then waits in a
-	// built-in: the command can only end by its timeout, which must stop the whole tree.
-	// (With "b; sleep 30" the shell could find no PID left for the sleep and exit early.)
-	res := mustExec(t, env, backend.Request{Command: "sleep 30 & b() { b | b & }; b; wait", Timeout: 3 * time.Second})
+	// The command can only end by its timeout, which must stop the whole tree. So the
+	// shell forks only before the bomb has taken the PIDs, and then waits in a built-in:
+	// it starts the sleep and the subshell that runs the bomb, then waits for the sleep.
+	// A fork that fails is fatal to busybox sh: with "b; sleep 30" the shell could find no
+	// PID left for the sleep, and with "sleep 30 & b; wait" none for the second command
+	// of the pipeline b | b, which the shell forks itself (once in 8 .ci/run runs).
+	res := mustExec(t, env, backend.Request{Command: "sleep 30 & (b() { b | b & }; b); wait", Timeout: 3 * time.Second})
 	if !res.TimedOut {
 		t.Errorf("fork bomb result: %+v", res)
 	}
