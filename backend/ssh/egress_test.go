@@ -13,7 +13,6 @@ import (
 	"github.com/airlock-dev/airlock/backend/backendtest"
 	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/backend/ssh/sshtest"
-	"github.com/airlock-dev/airlock/egress"
 	"github.com/airlock-dev/airlock/egress/egresstest"
 	"github.com/airlock-dev/airlock/urlguard"
 )
@@ -129,8 +128,7 @@ func TestNetworkAllowlistRefusalNamesItsCall(t *testing.T) {
 		t.Skip("no curl for the remote client")
 	}
 	px := egresstest.Start(t, []string{"allowed.test"}, egresstest.Names{"allowed.test": "127.0.0.1"})
-	eg := backend.Egress{URL: px.URL(), Stop: func() error { return nil },
-		Serve: func(ln net.Listener, owner backend.ConnOwner) func() { return px.ServeOwned(ln, egress.Owner(owner)) }}
+	eg := px.Egress()
 
 	srv := sshtest.Start(t)
 	for _, mode := range []string{ssh.ModeSession, ssh.ModeAgent} {
@@ -193,22 +191,7 @@ func TestNetworkAllowlistRefusalNamesItsCall(t *testing.T) {
 // proxy port of its own (one tcpip-forward request and its cancel on the kept connection)
 // beside the same command given the shared port (no call ID), in the same run.
 func BenchmarkExecSessionCallProxy(b *testing.B) {
-	g, err := urlguard.New(urlguard.Config{Mode: urlguard.ModeAllowlist, AllowDomains: []string{"allowed.test"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := egress.New(g)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go p.Serve(pln)
-	b.Cleanup(func() { p.Close() })
-	eg := backend.Egress{URL: "http://" + pln.Addr().String(), Stop: func() error { return nil },
-		Serve: func(ln net.Listener, owner backend.ConnOwner) func() { return p.ServeOwned(ln, egress.Owner(owner)) }}
+	eg := egresstest.Start(b, []string{"allowed.test"}, nil).Egress()
 	srv := sshtest.Start(b)
 	env, err := ssh.New(context.Background(), srv.Config, ssh.WithEgress(eg))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/egress"
 	"github.com/airlock-dev/airlock/urlguard"
 )
@@ -83,6 +84,14 @@ func (p *Proxy) Port() uint16 { return uint16(p.Listener.Addr().(*net.TCPAddr).P
 
 // URL is the proxy as HTTP_PROXY names it.
 func (p *Proxy) URL() string { return "http://" + p.Listener.Addr().String() }
+
+// Egress is the proxy as a backend is given it, serving a port per call with the call as
+// the owner of its connections, as the engine wires it. Stop does nothing: the proxy is
+// closed when the test ends.
+func (p *Proxy) Egress() backend.Egress {
+	return backend.Egress{URL: p.URL(), Stop: func() error { return nil },
+		Serve: func(ln net.Listener, owner backend.ConnOwner) func() { return p.ServeOwned(ln, egress.Owner(owner)) }}
+}
 
 // Start runs a proxy that allows the domains allow, resolves with names and may reach
 // loopback (the test servers are there), and records every refusal.

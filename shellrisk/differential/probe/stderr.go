@@ -123,7 +123,8 @@ func senderPID(oob []byte) (int32, bool) {
 // wait returns what the run's processes wrote, each process's writes together and in
 // order, processes in the order of their first write, at most maxStderr bytes. It waits
 // until every writer has closed the socket, or until the deadline: the caller has killed
-// the run's session by then, so only a process outside it could still hold the socket.
+// what was left of the run by then (killUser), so the socket ends as soon as its last
+// holder has exited.
 func (l *stderrLog) wait(deadline time.Time) ([]byte, error) {
 	_ = l.f.SetReadDeadline(deadline)
 	r := <-l.done
