@@ -21,7 +21,12 @@ import (
 	"github.com/airlock-dev/airlock/tool"
 )
 
-// Structured is a result's structuredContent: what a client or harness branches on.
+// Structured is what a machine reads of a result: status, exit code, receipt. It travels in
+// the result's _meta under [ResultMetaKey], never as structuredContent: Claude Code and Codex
+// give their model a result's structuredContent instead of its text content when it has one
+// (Claude Code keeps only the structured object; Codex prefers it), so a status object there
+// would hide the command's output and the file's text from the model. _meta is not shown to
+// the model by any client, and the text content carries everything the model acts on.
 type Structured struct {
 	Status       string `json:"status"`
 	ErrorCode    string `json:"error_code,omitempty"`
@@ -42,6 +47,18 @@ type Structured struct {
 
 // StatusApprovalPending is the status of a call waiting for a person.
 const StatusApprovalPending = "approval_pending"
+
+// ResultMetaKey is the _meta key of a result's [Structured] status.
+const ResultMetaKey = "dev.airlock/result"
+
+// result is a CallToolResult with text for the model and st for machines.
+func result(text string, st Structured, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Meta:    mcp.Meta{ResultMetaKey: st},
+		Content: []mcp.Content{&mcp.TextContent{Text: text}},
+		IsError: isError,
+	}
+}
 
 // handler runs a tools/call for one registered tool on the session.
 func (s *Server) handler(name string) mcp.ToolHandler {
@@ -70,7 +87,7 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ci *callInfo
 		defer pw.stop()
 		ctx = tool.WithStream(ctx, &tool.Stream{Stdout: pw, Stderr: pw})
 	}
-	call := pipeline.Call{ID: newCallID(), Name: ci.tool, Arguments: ci.args}
+	call := pipeline.Call{ID: newCallID(), Name: ci.tool, Arguments: ci.args, Client: clientOf(req)}
 	res := s.opts.Session.Run(ctx, call)
 	log := s.log.With("call_id", call.ID, "tool", ci.tool)
 	log.Debug("call done", "status", res.Status, "error_code", res.ErrorCode)
@@ -88,9 +105,9 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ci *callInfo
 }
 
 // toMCP is the MCP form of a result. Anything but status ok is isError, with the reason in
-// the text the model reads.
+// the text the model reads; the notes (what the environment said, what was not enforced)
+// follow the content there too, since the model reads nothing else.
 func toMCP(res pipeline.Result) *mcp.CallToolResult {
-	st := structured(res)
 	text := res.Content
 	if res.Status != pipeline.StatusOK {
 		text = fmt.Sprintf("%s (%s): %s", res.Status, res.ErrorCode, res.ErrorMessage)
@@ -98,11 +115,20 @@ func toMCP(res pipeline.Result) *mcp.CallToolResult {
 			text += "\n" + res.Content
 		}
 	}
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: st,
-		IsError:           res.Status != pipeline.StatusOK,
+	if len(res.Metadata.Notes) > 0 {
+		var b strings.Builder
+		b.WriteString(text)
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			b.WriteByte('\n')
+		}
+		for _, n := range res.Metadata.Notes {
+			b.WriteString("[note] ")
+			b.WriteString(n)
+			b.WriteByte('\n')
+		}
+		text = b.String()
 	}
+	return result(text, structured(res), res.Status != pipeline.StatusOK)
 }
 
 func structured(res pipeline.Result) Structured {
@@ -129,7 +155,7 @@ func pendingResult(res pipeline.Result, id string) *mcp.CallToolResult {
 	st.Next = fmt.Sprintf("call %s with approval_id %q (or repeat this call) to get the result once a person answers; "+
 		"a person answers with: airlock approvals approve %s (or deny %s --message TEXT)", ApprovalWaitTool, id, id, id)
 	text := fmt.Sprintf("approval_pending: this call has not run; it waits for a person's approval (approval %s).\n%s\n", id, st.Next)
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: st, IsError: true}
+	return result(text, st, true)
 }
 
 // approvalWait waits for an approval's answer and then runs its call through the whole road
@@ -166,21 +192,38 @@ func (s *Server) approvalWait(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if rec.State == pending.Pending {
 		st := Structured{Status: StatusApprovalPending, ApprovalID: rec.ID, Retryable: true,
 			Next: fmt.Sprintf("still unanswered; call %s again", ApprovalWaitTool)}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
-			"approval_pending: approval %s is still unanswered (expires %s); call %s again.\n",
-			rec.ID, rec.ExpiresAt.Format(time.RFC3339), ApprovalWaitTool)}}, StructuredContent: st, IsError: true}, nil
+		return result(fmt.Sprintf("approval_pending: approval %s is still unanswered (expires %s); call %s again.\n",
+			rec.ID, rec.ExpiresAt.Format(time.RFC3339), ApprovalWaitTool), st, true), nil
 	}
 	ci := s.newCallInfo(req, rec.Tool, rec.Arguments)
 	ci.noElicit = true // the person has answered: never ask again for this run
 	return s.run(ctx, req, ci), nil
 }
 
-func refusal(code, msg string, retryable bool) *mcp.CallToolResult {
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: "failed (" + code + "): " + msg}},
-		StructuredContent: Structured{Status: "failed", ErrorCode: code, ErrorMessage: msg, Retryable: retryable},
-		IsError:           true,
+// clientCallIDKeys are the _meta keys under which clients send their own id for a call:
+// Claude Code's tool-use id, Codex's call id, and the spellings other clients use.
+var clientCallIDKeys = []string{"claudecode/toolUseId", "codex/callId", "callId", "call_id", "toolUseId", "tool_call_id", "toolCallId"}
+
+// clientOf is the client's name and version from initialize, and its id for this call.
+func clientOf(req *mcp.CallToolRequest) *receipt.Client {
+	c := &receipt.Client{}
+	if ip := req.Session.InitializeParams(); ip != nil && ip.ClientInfo != nil {
+		c.Name, c.Version = ip.ClientInfo.Name, ip.ClientInfo.Version
 	}
+	for _, k := range clientCallIDKeys {
+		if v, ok := req.Params.Meta[k].(string); ok && v != "" {
+			c.CallID = v
+			break
+		}
+	}
+	if *c == (receipt.Client{}) {
+		return nil
+	}
+	return c
+}
+
+func refusal(code, msg string, retryable bool) *mcp.CallToolResult {
+	return result("failed ("+code+"): "+msg, Structured{Status: "failed", ErrorCode: code, ErrorMessage: msg, Retryable: retryable}, true)
 }
 
 func newCallID() string {

@@ -44,7 +44,11 @@ func decode(t *testing.T, res *mcp.CallToolResult) result {
 			r.text += tc.Text
 		}
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	if res.StructuredContent != nil {
+		// Claude Code and Codex would show the model this object instead of the text.
+		t.Fatalf("result carries structuredContent: %v", res.StructuredContent)
+	}
+	b, _ := json.Marshal(res.Meta[mcpserver.ResultMetaKey])
 	_ = json.Unmarshal(b, &r.st)
 	r.err = res.IsError
 	return r
@@ -517,5 +521,31 @@ func TestElicitationDeclineAndCancel(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(f.ws, name)); err == nil {
 			t.Fatalf("%s: the call ran", name)
 		}
+	}
+}
+
+// The receipt names the client (from initialize) and the client's own id for the call (from
+// the request's _meta), so that a person can join the client's transcript to the ledger; the
+// model-facing result carries the output in its text and no structuredContent.
+func TestReceiptNamesTheClientsCall(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOpts{})
+	cs := f.connect(t, nil)
+	for _, tc := range []struct{ key, id string }{
+		{"claudecode/toolUseId", "toolu_01Marker"},
+		{"codex/callId", "call_marker_2"},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{
+			Meta: mcp.Meta{tc.key: tc.id}, Name: "terminal", Arguments: map[string]any{"command": "echo marker-" + tc.id},
+		})
+		must(t, err)
+		r := decode(t, res)
+		if r.err || !strings.Contains(r.text, "marker-"+tc.id) {
+			t.Fatalf("%s: %+v", tc.key, r)
+		}
+		waitLedger(t, f.ledger, func(l receipt.Line) bool {
+			c := l.Receipt.Client
+			return l.Event == receipt.EventCompleted && c != nil && c.CallID == tc.id && c.Name == "airlock-test" && c.Version == "1"
+		})
 	}
 }

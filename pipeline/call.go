@@ -11,6 +11,9 @@ type Call struct {
 	ID        string          `json:"call_id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
+	// Client is the front end's word on who sent the call and under which id of its own;
+	// it goes into the receipt as it is.
+	Client *receipt.Client `json:"client,omitempty"`
 }
 
 // Status is how a call ended, as the model is told.

@@ -635,7 +635,7 @@ func HeadTail(s string, limit int) (string, bool) {
 
 func (p *Pipeline) newReceipt(c Call) *receipt.Receipt {
 	r := &receipt.Receipt{
-		CallID: c.ID, ToolName: c.Name, SessionID: p.opts.SessionID,
+		CallID: c.ID, ToolName: c.Name, SessionID: p.opts.SessionID, Client: c.Client,
 		ArgumentsSHA256: receipt.HashArguments(c.Arguments),
 		ReceivedAt:      time.Now().UTC(), Backend: p.backend,
 	}

@@ -31,6 +31,10 @@ type Receipt struct {
 	// themselves are kept only when the config says so.
 	ArgumentsSHA256 string          `json:"arguments_sha256"`
 	Arguments       json.RawMessage `json:"arguments,omitempty"`
+	// Client names the program that sent the call and its own id for it, so that a person
+	// can join the client's transcript (Claude Code's tool-use id, Codex's call id) to the
+	// ledger. Empty for calls from Airlock's own CLI.
+	Client *Client `json:"client,omitempty"`
 
 	Decision   string `json:"decision"`
 	ReasonCode string `json:"reason_code"`
@@ -55,6 +59,15 @@ type Receipt struct {
 
 	// Network is set on network_denied events only.
 	Network *NetworkDenial `json:"network,omitempty"`
+}
+
+// Client is the program that sent a call, as it named itself (MCP initialize's clientInfo),
+// and the id it gave the call (from the request's _meta). Both are the client's word, not
+// checked by Airlock: they join records, they do not authorise.
+type Client struct {
+	Name    string `json:"name,omitempty"`
+	Version string `json:"version,omitempty"`
+	CallID  string `json:"call_id,omitempty"`
 }
 
 // NetworkDenial is one refused connection: the host and port asked for, the URL guard's

@@ -111,20 +111,24 @@ func showReceipts(file string, s stdio) int {
 		}
 		fmt.Fprintln(tw, strings.Join(fields, "\t"))
 	}
-	fmt.Fprintln(tw, "SEQ\tTIME\tEVENT\tCALL\tTOOL\tDECISION\tREASON\tDECIDED BY\tDISPATCHED\tHANDLER\tOUTCOME\tEXIT")
+	fmt.Fprintln(tw, "SEQ\tTIME\tEVENT\tCALL\tTOOL\tDECISION\tREASON\tDECIDED BY\tDISPATCHED\tHANDLER\tOUTCOME\tEXIT\tCLIENT\tCLIENT CALL")
 	for _, ln := range lines {
 		seq, at := strconv.FormatInt(ln.Seq, 10), ln.Time.Format("15:04:05.000")
 		r := ln.Receipt
 		if r == nil {
-			row(seq, at, ln.Event, "", "", "", ln.Note, "", "", "", "", "")
+			row(seq, at, ln.Event, "", "", "", ln.Note, "", "", "", "", "", "", "")
 			continue
 		}
 		exit := ""
 		if r.ExitCode != nil {
 			exit = strconv.Itoa(*r.ExitCode)
 		}
+		client, clientCall := "", ""
+		if c := r.Client; c != nil {
+			client, clientCall = strings.TrimSuffix(c.Name+" "+c.Version, " "), c.CallID
+		}
 		row(seq, at, ln.Event, r.CallID, r.ToolName, r.Decision, r.ReasonCode, r.DecidedBy,
-			strconv.FormatBool(r.DispatchStarted), strconv.FormatBool(r.HandlerStarted), string(r.Outcome), exit)
+			strconv.FormatBool(r.DispatchStarted), strconv.FormatBool(r.HandlerStarted), string(r.Outcome), exit, client, clientCall)
 	}
 	_ = tw.Flush()
 	if rerr != nil {

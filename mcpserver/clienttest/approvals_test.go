@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlock-dev/airlock/mcpserver"
 )
 
 type result struct {
@@ -37,7 +39,11 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 			r.Text += tc.Text
 		}
 	}
-	b, _ := json.Marshal(res.StructuredContent)
+	if res.StructuredContent != nil {
+		// Claude Code and Codex would show the model this object instead of the text.
+		t.Fatalf("result carries structuredContent: %v", res.StructuredContent)
+	}
+	b, _ := json.Marshal(res.Meta[mcpserver.ResultMetaKey])
 	_ = json.Unmarshal(b, &r.St)
 	r.IsError = res.IsError
 	return r

@@ -14,6 +14,12 @@ const { ElicitRequestSchema } = await sdk("types.js");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const text = (res) => res.content.filter((c) => c.type === "text").map((c) => c.text).join("");
 const ok = (step) => console.log("ok " + step);
+// What a machine reads of a result travels in _meta; structuredContent would replace the text
+// that Claude Code and Codex show their model, so a result must never carry it.
+const st = (res) => {
+  assert.equal(res.structuredContent, undefined, "structuredContent: " + JSON.stringify(res.structuredContent));
+  return res._meta["dev.airlock/result"];
+};
 
 async function waitFile(p, ms = 10000) {
   for (let t = 0; t < ms; t += 20) {
@@ -64,11 +70,11 @@ ok("list_tools");
 
 // Files.
 let r = await call("write_file", { path: "notes.txt", content: "alpha\nbeta\n" });
-assert.equal(r.structuredContent.status, "ok", text(r));
+assert.equal(st(r).status, "ok", text(r));
 r = await call("read_file", { path: "notes.txt" });
 assert.match(text(r), /beta/);
 r = await call("patch", { path: "notes.txt", old_string: "beta", new_string: "gamma" });
-assert.equal(r.structuredContent.status, "ok", text(r));
+assert.equal(st(r).status, "ok", text(r));
 assert.match(text(r), /\+gamma/);
 r = await call("search_files", { pattern: "gamma" });
 assert.match(text(r), /notes\.txt/);
@@ -76,26 +82,26 @@ ok("files");
 
 // A command, and a dangerous one refused as a tool result.
 r = await call("terminal", { command: "cat notes.txt; exit 4" });
-assert.equal(r.structuredContent.status, "ok");
-assert.equal(r.structuredContent.exit_code, 4);
+assert.equal(st(r).status, "ok");
+assert.equal(st(r).exit_code, 4);
 assert.match(text(r), /gamma/);
-assert.match(r.structuredContent.receipt_sha256, /^[0-9a-f]{64}$/);
+assert.match(st(r).receipt_sha256, /^[0-9a-f]{64}$/);
 ok("terminal");
 r = await call("terminal", { command: "rm -rf /" });
 assert.equal(r.isError, true);
-assert.equal(r.structuredContent.error_code, "hard_deny");
+assert.equal(st(r).error_code, "hard_deny");
 ok("dangerous_refused");
 
 // Approval through elicitation: once approved, once denied with a message the model sees.
 r = await call("terminal", { command: "node -e 'console.log(1)' >/dev/null; echo approve-me > approved.txt; echo ran" });
-assert.equal(r.structuredContent.status, "ok", text(r));
-assert.match(r.structuredContent.decided_by, /person:elicitation/);
+assert.equal(st(r).status, "ok", text(r));
+assert.match(st(r).decided_by, /person:elicitation/);
 assert.ok(fs.existsSync(path.join(ws, "approved.txt")));
 assert.match(asked[0], /risk:/);
 ok("elicitation_approved");
 r = await call("terminal", { command: "node -e 'console.log(2)'; touch denied.txt" });
 assert.equal(r.isError, true);
-assert.equal(r.structuredContent.error_code, "denied_by_person");
+assert.equal(st(r).error_code, "denied_by_person");
 assert.match(text(r), /run the unit tests instead/);
 assert.ok(!fs.existsSync(path.join(ws, "denied.txt")));
 ok("elicitation_denied");
@@ -121,25 +127,25 @@ ok("cancel");
 
 // Background jobs: start, read twice (nothing lost or repeated), wait; kill another.
 r = await call("terminal", { background: true, command: "i=0; while [ $i -lt 50 ]; do echo line $i; i=$((i+1)); sleep 0.02; done" });
-const job = r.structuredContent.data.job_id;
+const job = st(r).data.job_id;
 assert.ok(job, text(r));
 await sleep(300);
 const strip = (t) => t.split("\n").filter((l) => l !== "" && !l.startsWith("[job ")).map((l) => l + "\n").join("");
 const first = await call("job_output", { job_id: job });
 const waited = await call("job_wait", { job_id: job, timeout: 20 });
-assert.equal(waited.structuredContent.data.state, "exited", text(waited));
+assert.equal(st(waited).data.state, "exited", text(waited));
 let want = "";
 for (let i = 0; i < 50; i++) want += `line ${i}\n`;
 assert.equal(strip(text(first)) + strip(text(waited)), want);
 ok("job_output_twice");
 fs.rmSync(path.join(ws, "job.pid"), { force: true });
 r = await call("terminal", { background: true, command: "echo $$ > job.pid; exec sleep 300" });
-const other = r.structuredContent.data.job_id;
+const other = st(r).data.job_id;
 const jobPid = Number(await waitFile(path.join(ws, "job.pid")));
 r = await call("job_list", {});
 assert.match(text(r), new RegExp(other));
 r = await call("job_kill", { job_id: other });
-assert.equal(r.structuredContent.data.state, "killed", text(r));
+assert.equal(st(r).data.state, "killed", text(r));
 await assertGone(jobPid);
 ok("job_kill");
 
