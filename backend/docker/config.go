@@ -56,7 +56,7 @@ type Config struct {
 	// WorkspaceMinFree is the free space a file-tool write must leave on the filesystem of
 	// the path it writes: the resident helper checks it (fstatfs on the directory it holds
 	// open) before it writes. It guards the host's disk against write_file and patch only;
-	// a bind mount has no quota, so a shell command can still fill it (see the README).
+	// a bind mount has no quota, so a shell command can still fill it (see docs/backends.md).
 	WorkspaceMinFree ByteSize `toml:"workspace_min_free"`
 	// CapAdd lists capabilities given back after all are dropped.
 	CapAdd []string `toml:"cap_add"`

@@ -81,7 +81,7 @@ func TestNetworkAllowlistThroughReverseForward(t *testing.T) {
 					t.Fatalf("sandboxed command connected past the proxy: %q", direct)
 				}
 			} else if !strings.Contains(direct, "allowed-server") {
-				// Not cut: what Describe, doctor and the README say.
+				// Not cut: what Describe, doctor and docs/network.md say.
 				t.Logf("unsandboxed direct connection did not arrive (%q)", direct)
 			}
 			t.Logf("sandboxed=%v direct: %q", env.Describe().Capabilities.KernelSandbox, direct)

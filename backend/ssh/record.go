@@ -40,7 +40,7 @@ func init() {
 }
 
 // derive applies [network] mode. The remote host's network is not Airlock's to cut: none
-// and open run with it as it is, which Describe and the README say. allowlist starts the
+// and open run with it as it is, which Describe and docs/network.md say. allowlist starts the
 // egress proxy on the Airlock host's loopback; the backend reaches it from the remote host
 // through a reverse-forwarded port on the remote loopback and points commands at it with
 // HTTP(S)_PROXY (see [WithEgress]).
