@@ -59,6 +59,11 @@ type Target struct {
 	Args    []string
 	// ToolTimeoutSec is the client's per-call timeout where it has one in its config.
 	ToolTimeoutSec int
+	// ClientTools are the tools the installed client offers its model (found by running it
+	// against a loopback probe, package clientprobe); nil when it could not be run. Deny
+	// rules are written only for tools it has: a rule naming a tool it lacks is warned about
+	// on every run.
+	ClientTools []string
 }
 
 // Change is one file's new content.
@@ -123,8 +128,36 @@ func wrap(c Change) []Change {
 	return []Change{c}
 }
 
-// claudeDenied are Claude Code's own shell and edit tools.
-var claudeDenied = []string{"Bash", "Edit", "Write", "MultiEdit", "NotebookEdit"}
+// ClaudeOwnTools are the names Claude Code has given its own shell, file and fetch tools
+// across versions; every one the installed version has is denied, so the model acts only
+// through Airlock (where the path policy refuses .git/config and .env, and the URL guard
+// decides fetches).
+var ClaudeOwnTools = []string{
+	"Bash", "BashOutput", "KillShell", "KillBash", // shell
+	"Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "NotebookRead", "Grep", "Glob", "LS", // files
+	"WebFetch", "WebSearch", // fetch
+}
+
+// claudeMeasured are the own tools Claude Code 2.1.197 offered its model here. A probe does
+// not always see them all (Grep and Glob were offered with a user's settings and not with a
+// fresh HOME), so these are denied whenever the client is this family of version, and alone
+// when the installed client could not be run to ask.
+var claudeMeasured = []string{"Bash", "Read", "Write", "Edit", "NotebookEdit", "Grep", "Glob", "WebFetch", "WebSearch"}
+
+// claudeDenied are the deny rules for t: the own tools the client has.
+func claudeDenied(t Target) ([]string, []string) {
+	if t.ClientTools == nil {
+		return claudeMeasured, []string{"Claude Code could not be run to list its tools: denied those of version 2.1.197 (" +
+			strings.Join(claudeMeasured, ", ") + "); run airlock install claude-code --check once it runs"}
+	}
+	var deny []string
+	for _, name := range ClaudeOwnTools {
+		if slices.Contains(t.ClientTools, name) || slices.Contains(claudeMeasured, name) {
+			deny = append(deny, name)
+		}
+	}
+	return deny, nil
+}
 
 func planClaude(t Target, base string) ([]Change, []string, error) {
 	server := map[string]any{"type": "stdio", "command": t.Command, "args": t.Args, "env": map[string]any{}}
@@ -136,9 +169,10 @@ func planClaude(t Target, base string) ([]Change, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	deny, notes := claudeDenied(t)
 	settings, err := mergeJSONFile(filepath.Join(base, ".claude", "settings.json"), func(m map[string]any) {
 		perms := object(m, "permissions")
-		perms["deny"] = union(perms["deny"], claudeDenied...)
+		perms["deny"] = union(perms["deny"], deny...)
 		perms["allow"] = union(perms["allow"], "mcp__"+ServerName+"__*")
 		if t.Scope == Project {
 			// A project's .mcp.json servers start only once approved; this is that approval.
@@ -148,8 +182,8 @@ func planClaude(t Target, base string) ([]Change, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return []Change{servers, settings}, []string{fmt.Sprintf("set MCP_TOOL_TIMEOUT=%d000 in the environment Claude Code starts from "+
-		"for a tool timeout above Airlock's own waits (45 s by default)", t.ToolTimeoutSec)}, nil
+	return []Change{servers, settings}, append(notes, fmt.Sprintf("set MCP_TOOL_TIMEOUT=%d000 in the environment Claude Code starts from "+
+		"for a tool timeout above Airlock's own waits (45 s by default)", t.ToolTimeoutSec)), nil
 }
 
 // setServer puts Airlock's entry under m[key][ServerName], replacing an older one whole.

@@ -71,7 +71,9 @@ func TestMergeKeepsUserEntries(t *testing.T) {
 	must(os.MkdirAll(filepath.Join(proj, ".claude"), 0o755))
 	must(os.WriteFile(filepath.Join(proj, ".mcp.json"), []byte(`{"mcpServers": {"db": {"command": "dbserver"}, "airlock": {"command": "old"}}, "x": 1}`), 0o644))
 	must(os.WriteFile(filepath.Join(proj, ".claude", "settings.json"), []byte(`{"model": "opus", "permissions": {"allow": ["Read"], "deny": ["Bash", "WebFetch"]}}`), 0o600))
-	tg := Target{Client: ClaudeCode, ProjectDir: proj, Home: t.TempDir(), Command: "/bin/airlock", Args: []string{"mcp"}}
+	// The installed client's tools as a probe found them: deny rules only for those it has.
+	tg := Target{Client: ClaudeCode, ProjectDir: proj, Home: t.TempDir(), Command: "/bin/airlock", Args: []string{"mcp"},
+		ClientTools: []string{"Agent", "Bash", "Edit", "Read", "WebFetch", "Write", "mcp__db__query", "LS"}}
 	changes, _, err := Plan(tg)
 	must(err)
 	must(Apply(changes))
@@ -93,7 +95,7 @@ func TestMergeKeepsUserEntries(t *testing.T) {
 	}
 	readJSON(t, filepath.Join(proj, ".claude", "settings.json"), &settings)
 	if settings.Model != "opus" || strings.Join(settings.Permissions.Allow, ",") != "Read,mcp__airlock__*" ||
-		strings.Join(settings.Permissions.Deny, ",") != "Bash,WebFetch,Edit,Write,MultiEdit,NotebookEdit" {
+		strings.Join(settings.Permissions.Deny, ",") != "Bash,WebFetch,Read,Write,Edit,NotebookEdit,Grep,Glob,LS,WebSearch" {
 		t.Fatalf("settings %+v", settings)
 	}
 	if fi, err := os.Stat(filepath.Join(proj, ".claude", "settings.json")); err != nil || fi.Mode().Perm() != 0o600 {

@@ -6,15 +6,24 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 )
 
-// codexFeatures are Codex's own shell tool, turned off. (Codex 0.169 ignores
-// unified_exec = false, so it is not written: a key that does nothing would mislead.)
-var codexFeatures = []string{"shell_tool"}
+// codexFeatures are Codex's own tools that act outside Airlock, turned off: shell_tool is
+// its shell (exec_command, write_stdin, and the apply_patch it intercepts in shell
+// commands), view_image reads any image file the model names. Measured with Codex 0.171
+// against a scripted model: with both off, the model is offered neither, nor apply_patch.
+// (Codex ignores unified_exec = false, so it is not written: a key that does nothing would
+// mislead.)
+var codexFeatures = []string{"shell_tool", "view_image"}
+
+// codexTopLevel are top-level keys written before the first table: web_search = "disabled"
+// drops Codex's hosted web search tool, a fetch outside Airlock's URL guard.
+var codexTopLevel = [][2]string{{"web_search", `"disabled"`}}
 
 var tableHeader = regexp.MustCompile(`^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$`)
 
@@ -39,22 +48,30 @@ func planCodex(t Target, base string) ([]Change, []string, error) {
 			return nil, nil, fmt.Errorf("%s is not valid TOML (%w): fix or move it; nothing was changed", path, err)
 		}
 	}
+	// Codex (0.171) in exec mode declines every elicitation without asking anyone, which
+	// would read as a person's denial: Airlock answers Codex with approval_pending instead,
+	// and a person decides with airlock approvals.
+	t.Args = append(slices.Clip(t.Args), "--elicit=false")
 	text := editCodex(string(old), t)
 	var got struct {
 		MCPServers map[string]struct {
 			Command        string   `toml:"command"`
 			Args           []string `toml:"args"`
 			ToolTimeoutSec float64  `toml:"tool_timeout_sec"`
+			ApprovalMode   string   `toml:"default_tools_approval_mode"`
 		} `toml:"mcp_servers"`
+		WebSearch string `toml:"web_search"`
 		Features map[string]any `toml:"features"`
 	}
 	if _, err := toml.Decode(text, &got); err != nil {
 		return nil, nil, fmt.Errorf("%s: the merged config does not parse (%w); nothing was changed", path, err)
 	}
-	if s := got.MCPServers[ServerName]; s.Command != t.Command || got.Features["shell_tool"] != false {
+	if s := got.MCPServers[ServerName]; s.Command != t.Command || got.Features["shell_tool"] != false ||
+		got.Features["view_image"] != false || got.WebSearch != "disabled" || s.ApprovalMode != "approve" {
 		return nil, nil, fmt.Errorf("%s: the merged config does not say what was meant; nothing was changed", path)
 	}
-	notes := []string{"Codex has no config key for its apply_patch edit tool; with its shell tool off, tell it in AGENTS.md to edit with the airlock tools"}
+	notes := []string{"Codex declines MCP elicitations in exec mode without asking anyone, so Airlock asks no question " +
+		"through Codex: a call that needs a person comes back approval_pending; answer it with airlock approvals approve|deny ID"}
 	if t.Scope == Project {
 		notes = append(notes, "Codex reads a project's .codex/config.toml only once the project is trusted")
 	}
@@ -66,11 +83,24 @@ func editCodex(old string, t Target) string {
 	skip := false
 	featuresAt := -1
 	inFeatures := false
+	topLevel := true
+	firstTableAt := -1
+	topKeys := make([]string, len(codexTopLevel))
+	for i, kv := range codexTopLevel {
+		topKeys[i] = kv[0]
+	}
 	for _, line := range strings.SplitAfter(old, "\n") {
 		if line == "" {
 			continue
 		}
+		if topLevel && isKey(line, topKeys) {
+			continue // written again below, first in the file
+		}
 		if m := tableHeader.FindStringSubmatch(line); m != nil {
+			if topLevel {
+				firstTableAt = len(kept)
+			}
+			topLevel = false
 			name := strings.ReplaceAll(m[1], " ", "")
 			skip = name == "mcp_servers."+ServerName || strings.HasPrefix(name, "mcp_servers."+ServerName+".") ||
 				name == `mcp_servers."`+ServerName+`"`
@@ -96,13 +126,29 @@ func editCodex(old string, t Target) string {
 		kept[len(kept)-1] += "\n"
 	}
 	var feats strings.Builder
-	feats.WriteString("# Codex's own shell tool is off: commands go through Airlock (airlock install codex).\n")
+	feats.WriteString("# Codex's own shell and image tools are off: commands and reads go through Airlock (airlock install codex).\n")
 	for _, f := range codexFeatures {
 		fmt.Fprintf(&feats, "%s = false\n", f)
 	}
 	if featuresAt >= 0 {
 		kept = append(kept[:featuresAt], append([]string{feats.String()}, kept[featuresAt:]...)...)
 	}
+	// Top-level keys must stand before the first table: after the user's own.
+	var top strings.Builder
+	top.WriteString("# Codex's own web search is off: fetches go through Airlock (airlock install codex).\n")
+	for _, kv := range codexTopLevel {
+		fmt.Fprintf(&top, "%s = %s\n", kv[0], kv[1])
+	}
+	if firstTableAt < 0 {
+		firstTableAt = len(kept)
+	}
+	if firstTableAt > 0 && !strings.HasSuffix(kept[firstTableAt-1], "\n") {
+		kept[firstTableAt-1] += "\n"
+	}
+	if firstTableAt < len(kept) {
+		top.WriteString("\n")
+	}
+	kept = slices.Insert(kept, firstTableAt, top.String())
 	var b strings.Builder
 	for _, l := range kept {
 		b.WriteString(l)
@@ -126,6 +172,9 @@ func editCodex(old string, t Target) string {
 	}
 	b.WriteString("]\n")
 	fmt.Fprintf(&b, "startup_timeout_sec = 30\ntool_timeout_sec = %d\nenabled = true\n", t.ToolTimeoutSec)
+	// Airlock is the gate: Codex's own MCP approval has no person in exec mode and refuses
+	// every tool not marked read-only ("requires approval, but approval policy is never").
+	b.WriteString("default_tools_approval_mode = \"approve\"\n")
 	return b.String()
 }
 

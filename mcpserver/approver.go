@@ -107,7 +107,7 @@ const protocolMRTR = "2026-07-28"
 func (s *Server) newCallInfo(req *mcp.CallToolRequest, name string, args json.RawMessage) *callInfo {
 	ci := &callInfo{ss: req.Session, env: s.opts.Session.Environment(), tool: name, args: args, argsHash: hashArgs(args)}
 	if ip := req.Session.InitializeParams(); ip != nil {
-		ci.canElicit = ip.Capabilities != nil && ip.Capabilities.Elicitation != nil
+		ci.canElicit = ip.Capabilities != nil && ip.Capabilities.Elicitation != nil && !s.opts.NoElicitation
 		ci.mrtr = ip.ProtocolVersion >= protocolMRTR
 	}
 	return ci

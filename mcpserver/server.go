@@ -38,6 +38,10 @@ type Options struct {
 	Logger          hclog.Logger
 	// Version is the server's version in the MCP handshake.
 	Version string
+	// NoElicitation never asks through the client's elicitation, even when it offers it:
+	// every approval comes back approval_pending. Codex 0.171 in exec mode declares
+	// elicitation and declines every request unasked, which would read as a person's denial.
+	NoElicitation bool
 }
 
 // Server is an MCP server over one runtime session.

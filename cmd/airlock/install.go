@@ -15,15 +15,17 @@ func init() {
 }
 
 func runInstall(args []string, s stdio) int {
-	usage := "install " + strings.Join(clientconfig.Clients, "|") + " [--project|--user] [--print] [--config FILE]"
-	var cfgFile, bin string
-	var project, user, print bool
+	usage := "install " + strings.Join(clientconfig.Clients, "|") + " [--project|--user] [--print|--check] [--config FILE] [--client-bin PATH]"
+	var cfgFile, bin, clientBin string
+	var project, user, print, check bool
 	fs := newFlagSet("install", usage, s)
 	fs.StringVar(&cfgFile, "config", os.Getenv("AIRLOCK_CONFIG"), "the config airlock mcp runs with (default: ./airlock.toml when present)")
 	fs.BoolVar(&project, "project", false, "write the project's files (default, except for codex)")
 	fs.BoolVar(&user, "user", false, "write the user's files under $HOME (default for codex)")
 	fs.BoolVar(&print, "print", false, "print what would be written and change nothing")
 	fs.StringVar(&bin, "command", "", "the airlock binary the client starts (default: this one)")
+	fs.StringVar(&clientBin, "client-bin", "", "the client's binary, run once against a loopback probe to learn its tools (default: claude or codex on PATH)")
+	fs.BoolVar(&check, "check", false, "change nothing: run the client and say what it will really do (server connected, folder trusted, tools allowed, its own tools off)")
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if code, done := parseFlags(fs, args); done {
 			return code
@@ -76,6 +78,12 @@ func runInstall(args []string, s stdio) int {
 			return fail(s, err)
 		}
 		t.Args = append(t.Args, "--config", abs)
+	}
+	if check {
+		return checkInstall(t, clientBin, s)
+	}
+	if client == clientconfig.ClaudeCode {
+		t.ClientTools = probeClaudeTools(clientBin, t.ProjectDir)
 	}
 	changes, notes, err := clientconfig.Plan(t)
 	if err != nil {

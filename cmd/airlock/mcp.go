@@ -26,7 +26,10 @@ func init() {
 func runMCP(args []string, s stdio) int {
 	var cf commonFlags
 	var check, asJSON bool
-	fs := newFlagSet("mcp", "mcp [--config FILE] [--session ID] [--check [--json]]", s)
+	elicit := true
+	fs := newFlagSet("mcp", "mcp [--config FILE] [--session ID] [--elicit=false] [--check [--json]]", s)
+	fs.BoolVar(&elicit, "elicit", true, "ask the person through the client's elicitation when it offers it; false: every approval "+
+		"comes back approval_pending, answered with airlock approvals (for clients that decline elicitations unasked, as codex exec does)")
 	cf.register(fs)
 	fs.BoolVar(&check, "check", false, "say which tools would be listed and why the others are not, then exit")
 	fs.BoolVar(&asJSON, "json", false, "with --check: print JSON")
@@ -69,7 +72,7 @@ func runMCP(args []string, s stdio) int {
 	srv, err := mcpserver.New(ctx, mcpserver.Options{
 		Registry: eng.Registry(), Session: sess, Approver: ap,
 		Toolsets: cfg.Tools.Enabled, AllowedTools: cfg.Policy.AllowedTools,
-		ApprovalWaitMax: cfg.MCP.ApprovalWaitMax.D(), Logger: log, Version: version,
+		ApprovalWaitMax: cfg.MCP.ApprovalWaitMax.D(), Logger: log, Version: version, NoElicitation: !elicit,
 	})
 	if err != nil {
 		return fail(s, err)
