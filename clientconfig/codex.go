@@ -60,8 +60,8 @@ func planCodex(t Target, base string) ([]Change, []string, error) {
 			ToolTimeoutSec float64  `toml:"tool_timeout_sec"`
 			ApprovalMode   string   `toml:"default_tools_approval_mode"`
 		} `toml:"mcp_servers"`
-		WebSearch string `toml:"web_search"`
-		Features map[string]any `toml:"features"`
+		WebSearch string         `toml:"web_search"`
+		Features  map[string]any `toml:"features"`
 	}
 	if _, err := toml.Decode(text, &got); err != nil {
 		return nil, nil, fmt.Errorf("%s: the merged config does not parse (%w); nothing was changed", path, err)
