@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/airlock-dev/airlock/clientconfig"
@@ -63,10 +64,19 @@ func runInstall(args []string, s stdio) int {
 		}
 	}
 	t.Command, t.Args = bin, []string{"mcp"}
+	var created *clientconfig.Change
 	if cfgFile == "" {
 		if _, err := os.Stat(configs.DefaultFile); err == nil {
 			cfgFile = configs.DefaultFile
+		} else if created, err = projectConfig(t.ProjectDir); err != nil {
+			return fail(s, fmt.Errorf("install: %w", err))
+		} else {
+			cfgFile = created.Path
 		}
+	}
+	var notes []string
+	if created != nil {
+		cfgFile = "" // written with the client's files below, if it is new
 	}
 	if cfgFile != "" {
 		cfg, err := configs.Load(cfgFile) // a config the server could not start with is refused now
@@ -78,6 +88,12 @@ func runInstall(args []string, s stdio) int {
 			return fail(s, err)
 		}
 		t.Args = append(t.Args, "--config", abs)
+		if rel, err := filepath.Rel(cfg.WorkspaceDir(), abs); err == nil && !strings.HasPrefix(rel, "..") {
+			notes = append(notes, abs+" lies inside the workspace: commands cannot change it through Airlock, but the "+
+				"client's and your other tools can; keep it outside (without --config and ./airlock.toml, install writes one there)")
+		}
+	} else if created != nil {
+		t.Args = append(t.Args, "--config", created.Path)
 	}
 	if check {
 		return checkInstall(t, clientBin, s)
@@ -85,9 +101,13 @@ func runInstall(args []string, s stdio) int {
 	if client == clientconfig.ClaudeCode {
 		t.ClientTools = probeClaudeTools(clientBin, t.ProjectDir)
 	}
-	changes, notes, err := clientconfig.Plan(t)
+	changes, planNotes, err := clientconfig.Plan(t)
+	notes = append(notes, planNotes...)
 	if err != nil {
 		return fail(s, fmt.Errorf("install %s: %w", client, err))
+	}
+	if created != nil && !created.Existed {
+		changes = append([]clientconfig.Change{*created}, changes...)
 	}
 	if print {
 		for _, c := range changes {
@@ -112,4 +132,19 @@ func runInstall(args []string, s stdio) int {
 		fmt.Fprintf(s.out, "note: %s\n", n)
 	}
 	return 0
+}
+
+// projectConfig is the config install points a client at when none is named: in the
+// project's state directory, outside the workspace (where the ledger already lives by
+// default), with the project as the local workspace. An existing one is kept as it is.
+func projectConfig(projectDir string) (*clientconfig.Change, error) {
+	path := filepath.Join(configs.StateDirFor(os.Getenv("XDG_STATE_HOME"), projectDir), "airlock.toml")
+	if _, err := os.Stat(path); err == nil {
+		return &clientconfig.Change{Path: path, Existed: true}, nil
+	}
+	content := fmt.Sprintf("# Airlock's config for %s, written by airlock install outside the workspace so that\n"+
+		"# nothing working in the workspace can change it. See docs/configuration.md.\n"+
+		"[environment]\ntype = \"local\"\nworkspace = %s\n\n[approvals]\nmode = \"manual\"\nallow_write = true\n",
+		projectDir, strconv.Quote(projectDir))
+	return &clientconfig.Change{Path: path, Content: []byte(content)}, nil
 }
