@@ -160,3 +160,27 @@ func readJSON(t *testing.T, path string, v any) {
 		t.Fatal(err)
 	}
 }
+
+// AGENTS.md keeps the user's text; Airlock's block is replaced between its markers, so a
+// second install changes nothing.
+func TestCodexAgentsMDKeepsTheUsersText(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "AGENTS.md")
+	if err := os.WriteFile(path, []byte("# House rules\nUse tabs."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := codexAgentsMD(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "# House rules\nUse tabs.\n\n" + agentsBlock; string(c.Content) != want {
+		t.Fatalf("got %q, want %q", c.Content, want)
+	}
+	if err := Apply([]Change{c}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := codexAgentsMD(path)
+	if err != nil || string(again.Content) != string(c.Content) {
+		t.Fatalf("second install changes AGENTS.md: %q %v", again.Content, err)
+	}
+}

@@ -22,8 +22,12 @@ import (
 var codexFeatures = []string{"shell_tool", "view_image"}
 
 // codexTopLevel are top-level keys written before the first table: web_search = "disabled"
-// drops Codex's hosted web search tool, a fetch outside Airlock's URL guard.
-var codexTopLevel = [][2]string{{"web_search", `"disabled"`}}
+// drops Codex's hosted web search tool, a fetch outside Airlock's URL guard; sandbox_mode =
+// "read-only" keeps Codex's own apply_patch from writing. No key removes apply_patch: for
+// model names Codex knows (gpt-5.5) it is offered even with shell_tool off, and under Codex's
+// read-only sandbox it is refused ("patch rejected: writing is blocked by read-only
+// sandbox"). Airlock's MCP server is not inside Codex's sandbox, so its tools still write.
+var codexTopLevel = [][2]string{{"web_search", `"disabled"`}, {"sandbox_mode", `"read-only"`}}
 
 var tableHeader = regexp.MustCompile(`^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$`)
 
@@ -60,14 +64,15 @@ func planCodex(t Target, base string) ([]Change, []string, error) {
 			ToolTimeoutSec float64  `toml:"tool_timeout_sec"`
 			ApprovalMode   string   `toml:"default_tools_approval_mode"`
 		} `toml:"mcp_servers"`
-		WebSearch string         `toml:"web_search"`
-		Features  map[string]any `toml:"features"`
+		WebSearch   string         `toml:"web_search"`
+		SandboxMode string         `toml:"sandbox_mode"`
+		Features    map[string]any `toml:"features"`
 	}
 	if _, err := toml.Decode(text, &got); err != nil {
 		return nil, nil, fmt.Errorf("%s: the merged config does not parse (%w); nothing was changed", path, err)
 	}
 	if s := got.MCPServers[ServerName]; s.Command != t.Command || got.Features["shell_tool"] != false ||
-		got.Features["view_image"] != false || got.WebSearch != "disabled" || s.ApprovalMode != "approve" {
+		got.Features["view_image"] != false || got.WebSearch != "disabled" || got.SandboxMode != "read-only" || s.ApprovalMode != "approve" {
 		return nil, nil, fmt.Errorf("%s: the merged config does not say what was meant; nothing was changed", path)
 	}
 	notes := []string{"Codex declines MCP elicitations in exec mode without asking anyone, so Airlock asks no question " +
@@ -75,7 +80,49 @@ func planCodex(t Target, base string) ([]Change, []string, error) {
 	if t.Scope == Project {
 		notes = append(notes, "Codex reads a project's .codex/config.toml only once the project is trusted")
 	}
-	return []Change{{Path: path, Content: []byte(text), Existed: existed}}, notes, nil
+	agents, err := codexAgentsMD(filepath.Join(filepath.Dir(path), "AGENTS.md"))
+	if t.Scope == Project {
+		agents, err = codexAgentsMD(filepath.Join(base, "AGENTS.md"))
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	notes = append(notes, "Codex has no key that removes its apply_patch tool (models it knows are offered it even with its shell off): "+
+		"sandbox_mode = \"read-only\" makes Codex refuse its writes, and "+agents.Path+" tells the model to edit with the airlock tools; "+
+		"do not start Codex with --sandbox workspace-write, --full-auto or --dangerously-bypass-approvals-and-sandbox")
+	return []Change{{Path: path, Content: []byte(text), Existed: existed}, agents}, notes, nil
+}
+
+// agentsBlock is what Airlock writes into Codex's AGENTS.md, between its markers.
+const agentsBlock = `<!-- airlock: written by airlock install codex -->
+Run commands and edit files only with the airlock tools (terminal, read_file, write_file,
+patch, search_files). Do not use apply_patch: Codex refuses its writes here, and Airlock keeps
+the receipt of every change.
+<!-- /airlock -->
+`
+
+// codexAgentsMD puts agentsBlock into the AGENTS.md at path: replaced between its markers
+// when there, appended otherwise; the rest of the file stays as it is.
+func codexAgentsMD(path string) (Change, error) {
+	old, err := os.ReadFile(path)
+	existed := err == nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return Change{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	text := string(old)
+	begin, end := "<!-- airlock:", "<!-- /airlock -->\n"
+	if i := strings.Index(text, begin); i >= 0 {
+		if j := strings.Index(text[i:], end); j >= 0 {
+			return Change{Path: path, Content: []byte(text[:i] + agentsBlock + text[i+j+len(end):]), Existed: existed}, nil
+		}
+	}
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	if text != "" {
+		text += "\n"
+	}
+	return Change{Path: path, Content: []byte(text + agentsBlock), Existed: existed}, nil
 }
 
 func editCodex(old string, t Target) string {
@@ -135,7 +182,8 @@ func editCodex(old string, t Target) string {
 	}
 	// Top-level keys must stand before the first table: after the user's own.
 	var top strings.Builder
-	top.WriteString("# Codex's own web search is off: fetches go through Airlock (airlock install codex).\n")
+	top.WriteString("# Codex's own web search is off and its own writes (apply_patch) refused: fetches and edits go\n" +
+		"# through Airlock (airlock install codex). --sandbox workspace-write or --full-auto would undo the second.\n")
 	for _, kv := range codexTopLevel {
 		fmt.Fprintf(&top, "%s = %s\n", kv[0], kv[1])
 	}

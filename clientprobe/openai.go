@@ -23,7 +23,10 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	e := newSSE(w)
 	e.event("response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": id}})
 	var item map[string]any
-	if rep.Tool != "" {
+	if rep.Tool != "" && rep.Input != "" {
+		item = map[string]any{"type": "custom_tool_call", "id": "ctc_" + randomID(), "call_id": "call_" + randomID(),
+			"name": rep.Tool, "input": rep.Input, "status": "completed"}
+	} else if rep.Tool != "" {
 		item = map[string]any{"type": "function_call", "id": "fc_" + randomID(), "call_id": "call_" + randomID(),
 			"name": rep.Tool, "arguments": argsJSON(rep.Args), "status": "completed"}
 		if rep.Namespace != "" {

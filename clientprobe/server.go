@@ -60,7 +60,10 @@ type Reply struct {
 	// Namespace, for the OpenAI API, is the namespace Tool is in (Codex's mcp__SERVER).
 	Namespace string
 	Args      any
-	Text      string
+	// Input, for the OpenAI API, makes the call a custom (freeform) tool call with this
+	// input instead of JSON arguments: Codex's apply_patch is one.
+	Input string
+	Text  string
 }
 
 // Script decides the model's reply to each request that offers tools.

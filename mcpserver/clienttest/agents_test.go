@@ -414,3 +414,61 @@ env_key = "AIRLOCK_SCRIPTED_MODEL_KEY"
 	}
 	checkLedger(t, p, s, reqs[len(reqs)-1].Calls, "codex")
 }
+
+// Codex offers models it knows (gpt-5.5) its own apply_patch even with its shell off, and no
+// key removes it: with the config `airlock install codex` writes, the patch is refused and
+// writes nothing, and AGENTS.md tells the model to use the airlock tools.
+func TestCodexApplyPatchWritesNothing(t *testing.T) {
+	t.Parallel()
+	codex := clientBin(t, "codex")
+	p := newProject(t, clientsConfig)
+	home := t.TempDir()
+	s := &session{t: t, steps: []step{{name: "apply_patch", tool: "apply_patch", own: true,
+		check: func(r clientprobe.Result) error {
+			if _, err := os.Stat(filepath.Join(p.ws, "patched-marker.txt")); err == nil {
+				return fmt.Errorf("Codex's apply_patch wrote patched-marker.txt")
+			}
+			return nil
+		}}}}
+	srv, err := clientprobe.Start(func(req clientprobe.Request) clientprobe.Reply {
+		if len(req.Calls) == 0 {
+			s.mu.Lock()
+			s.tools = req.Tools
+			s.mu.Unlock()
+			return clientprobe.Reply{Tool: "apply_patch", Input: "*** Begin Patch\n*** Add File: patched-marker.txt\n+marker\n*** End Patch\n"}
+		}
+		return s.script(req)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	if err := os.MkdirAll(filepath.Join(home, ".codex"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The user had let Codex write in the workspace; the install takes that back.
+	provider := fmt.Sprintf("model = \"gpt-5.5\"\nsandbox_mode = \"workspace-write\"\nmodel_provider = \"scripted\"\n\n[model_providers.scripted]\nname = \"scripted\"\n"+
+		"base_url = \"%s/v1\"\nwire_api = \"responses\"\nenv_key = \"AIRLOCK_SCRIPTED_MODEL_KEY\"\n", srv.URL)
+	if err := os.WriteFile(filepath.Join(home, ".codex", "config.toml"), []byte(provider), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runIn(t, p.ws, home, airlockBin, "install", "codex", "--config", p.config)
+	out := runClient(t, p.ws, clientEnv(home, srv.URL), codex, "exec", "--skip-git-repo-check", "work through the scripted steps")
+	if !offered(s.tools, "apply_patch") {
+		t.Logf("Codex no longer offers apply_patch for gpt-5.5 (tools %v): the refusal is not exercised", s.tools)
+	}
+	reqs := srv.Requests()
+	if len(reqs) < 2 {
+		t.Fatalf("Codex never sent the patch's result back; output:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(p.ws, "patched-marker.txt")); err == nil {
+		t.Fatal("Codex's apply_patch wrote patched-marker.txt")
+	}
+	if r, ok := reqs[len(reqs)-1].Last(); !ok || !strings.Contains(r.Text, "read-only") {
+		t.Errorf("the model was not told the patch was refused: %+v", r)
+	}
+	agents, err := os.ReadFile(filepath.Join(home, ".codex", "AGENTS.md"))
+	if err != nil || !strings.Contains(string(agents), "Do not use apply_patch") {
+		t.Errorf("AGENTS.md: %q %v", agents, err)
+	}
+}
