@@ -342,6 +342,9 @@ func TestClaudeCodeSession(t *testing.T) {
 				t.Logf("attempt %d: Claude Code asked its model before the airlock server was connected; running it again", attempt)
 			}
 			s.report(t, out)
+			if strings.Contains(out, "matches no known tool") {
+				t.Errorf("a deny rule names a tool this Claude Code lacks:\n%s", out)
+			}
 			for _, own := range ownTools {
 				if offered(s.tools, own) {
 					t.Errorf("Claude Code still offers its model its own %s", own)
