@@ -57,6 +57,11 @@ type Policy struct {
 	ScanLimit int
 	// Network is the TCP access commands get.
 	Network Network
+	// PrivateIPC says each command runs in an IPC namespace of its own (the namespace
+	// sandbox makes one): SysV IPC and POSIX message queues then reach only the command's
+	// own, and the filter leaves them alone. Otherwise they are refused: their objects are
+	// named by numbers and names every process of the same user can use.
+	PrivateIPC bool
 }
 
 // Network is the TCP access a sandbox grants. The zero value allows no TCP connect or bind
@@ -84,9 +89,31 @@ var Devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/d
 // caches, module stores, installed tools, git's own configuration. They are read-only.
 var HomeReadable = []string{"go", ".cache", ".cargo", ".rustup", ".npm", ".nvm", ".pyenv", ".rbenv", ".local/bin", ".local/lib", ".gitconfig", ".config/git", ".m2", ".gradle"}
 
-// CredentialDirs are the home directory's places for credentials, never readable even when
-// a root contains them.
-var CredentialDirs = []string{".ssh", ".aws", ".gnupg", ".kube", ".config/gcloud", ".docker", ".azure", ".netrc", ".git-credentials", ".npmrc", ".pypirc", ".config/gh", ".password-store", ".local/share/keyrings", ".cache/airlock", ".local/state/airlock", ".vault-token"}
+// CredentialDirs are the places under the home directory where clients and toolchains keep
+// credentials: never readable, even beneath a toolchain directory in [HomeReadable] or a root
+// that contains the home directory. An entry is a file or a directory (everything in it).
+// One entry per store, so that each is tested (integration's credential table); stores that
+// appear later beneath a granted directory are kept out from the next command on (see
+// [layout.Watch]).
+var CredentialDirs = []string{
+	// keys and cloud and cluster access
+	".ssh", ".gnupg", ".aws", ".config/gcloud", ".azure", ".kube", ".docker", ".oci",
+	".config/doctl", ".s3cfg", ".boto", ".vault-token", ".terraform.d/credentials.tfrc.json",
+	// git and forges
+	".git-credentials", ".config/git/credentials", ".config/gh", ".config/hub", ".config/glab-cli",
+	// package registries
+	".netrc", ".npmrc", ".yarnrc.yml", ".pypirc", ".config/pypoetry/auth.toml",
+	".cargo/credentials.toml", ".cargo/credentials", ".gem/credentials",
+	".config/composer/auth.json", ".composer/auth.json", ".nuget/NuGet/NuGet.Config",
+	".m2/settings.xml", ".m2/settings-security.xml", ".gradle/gradle.properties",
+	".ivy2/.credentials", ".sbt/credentials",
+	// model hubs
+	".cache/huggingface/token", ".cache/huggingface/stored_tokens", ".huggingface/token",
+	// databases and sync tools
+	".pgpass", ".my.cnf", ".config/rclone/rclone.conf",
+	// keyrings, password stores, Airlock's own state
+	".password-store", ".local/share/keyrings", ".cache/airlock", ".local/state/airlock",
+}
 
 // grant is one Landlock rule: a path and whether it may be written. listOnly marks a
 // directory split around a protected path: its names may be listed, nothing else.
@@ -133,6 +160,11 @@ type layout struct {
 	Protected []string
 	// Split are the directories reduced to listing because a protected path lies in them.
 	Split []string
+	// Watch are granted directories a credential store that does not exist yet would appear
+	// in (its nearest existing ancestor): when one changes, the sandbox plans again, so that
+	// a credential store made later (a `cargo login`, a token saved by the user) is kept
+	// out from the next command on rather than granted with the directory around it.
+	Watch []string
 	// Notes say what the layout could not do (a root inside a protected path, a scan cut
 	// short).
 	Notes []string
@@ -142,10 +174,12 @@ type layout struct {
 func plan(p Policy, fs fsView) layout {
 	var l layout
 	protected := map[string]bool{}
+	var missing []string
 	addProtected := func(path string) {
 		if path == "" || !filepath.IsAbs(path) {
 			return
 		}
+
 		if r, err := fs.resolve(path); err == nil {
 			protected[r] = true
 		}
@@ -161,7 +195,11 @@ func plan(p Policy, fs fsView) layout {
 	}
 	if p.Home != "" {
 		for _, c := range CredentialDirs {
-			addProtected(filepath.Join(p.Home, c))
+			path := filepath.Join(p.Home, c)
+			addProtected(path)
+			if _, _, err := fs.lstat(path); err != nil {
+				missing = append(missing, path)
+			}
 		}
 	}
 	limit := p.ScanLimit
@@ -256,7 +294,36 @@ func plan(p Policy, fs fsView) layout {
 	}
 	sort.Strings(l.Split)
 	l.Split = dedupe(l.Split)
+	l.Watch = watchFor(fs, missing, l.Grants)
 	return l
+}
+
+// watchFor returns, for each missing credential store, its nearest existing ancestor when that
+// lies in a directory granted whole (the directories split around a protected path are
+// stamped already).
+func watchFor(fs fsView, missing []string, grants []grant) []string {
+	var dirs []string
+	for _, m := range missing {
+		a := filepath.Dir(m)
+		for a != "/" {
+			if isDir, _, err := fs.lstat(a); err == nil && isDir {
+				break
+			}
+			a = filepath.Dir(a)
+		}
+		real, err := fs.resolve(a)
+		if err != nil {
+			continue
+		}
+		for _, g := range grants {
+			if g.Dir && !g.ListOnly && (real == g.Path || strings.HasPrefix(real, g.Path+"/")) {
+				dirs = append(dirs, real)
+				break
+			}
+		}
+	}
+	sort.Strings(dirs)
+	return dedupe(dirs)
 }
 
 // split grants dir's entries except the protected paths below it, recursing into the
