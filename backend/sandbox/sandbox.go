@@ -68,13 +68,14 @@ type Sandbox struct {
 // changes, the next command gets a new generation planned from the filesystem as it is, and
 // the old generation's threads end.
 type generation struct {
-	fd       int
-	layout   layout
-	stamps   []stamp
-	network  Network
-	denyUnix bool
-	retired  chan struct{} // closed when a newer generation replaces this one, or on Close
-	workers  sync.WaitGroup
+	fd         int
+	layout     layout
+	stamps     []stamp
+	network    Network
+	denyUnix   bool
+	privateIPC bool
+	retired    chan struct{} // closed when a newer generation replaces this one, or on Close
+	workers    sync.WaitGroup
 
 	// mu guards the fields below. Workers are added only while the generation is not
 	// retired, so workers.Wait never runs beside an Add and the ruleset is closed only after
@@ -104,11 +105,12 @@ func (st stamp) current() bool {
 	return uint64(now.Dev) == st.dev && now.Ino == st.ino && now.Mtim == st.mtime
 }
 
-// stampsFor records the directories whose entries l grants one by one: those split around
-// a protected path, and the parents of granted files.
+// stampsFor records the directories whose entries l grants one by one (those split around
+// a protected path, and the parents of granted files) and those a missing protected path
+// would appear in.
 func stampsFor(l layout) []stamp {
 	dirs := map[string]bool{}
-	for _, d := range l.Split {
+	for _, d := range append(append([]string(nil), l.Split...), l.Watch...) {
 		dirs[d] = true
 	}
 	for _, g := range l.Grants {
@@ -158,7 +160,7 @@ func New(mode Mode, p Policy, opts ...Option) (*Sandbox, error) {
 	s.denyUnix = s.abi < 9
 	// The filter is built per command (it names the thread the command starts from); this
 	// build checks that it can be.
-	if _, err := buildFilter(p.Network, s.denyUnix, os.Getpid(), unix.Gettid()); err != nil {
+	if _, err := buildFilter(filterSpec{Network: p.Network, DenyUnix: s.denyUnix, PrivateIPC: p.PrivateIPC, PID: os.Getpid(), TID: unix.Gettid()}); err != nil {
 		return nil, err
 	}
 	g, err := s.newGeneration()
@@ -180,7 +182,7 @@ func (s *Sandbox) newGeneration() (*generation, error) {
 		return nil, fmt.Errorf("sandbox: landlock ruleset: %w", err)
 	}
 	return &generation{fd: fd, layout: l, stamps: stamps, network: s.policy.Network, denyUnix: s.denyUnix,
-		retired: make(chan struct{})}, nil
+		privateIPC: s.policy.PrivateIPC, retired: make(chan struct{})}, nil
 }
 
 // current returns the generation commands start in now, making a new one when a stamped
@@ -481,7 +483,7 @@ func (g *generation) restrictThread() error {
 	if err := ll.LandlockRestrictSelf(g.fd, 0); err != nil {
 		return fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
 	}
-	filter, err := buildFilter(g.network, g.denyUnix, os.Getpid(), unix.Gettid())
+	filter, err := buildFilter(filterSpec{Network: g.network, DenyUnix: g.denyUnix, PrivateIPC: g.privateIPC, PID: os.Getpid(), TID: unix.Gettid()})
 	if err != nil {
 		return err
 	}

@@ -10,17 +10,21 @@ import (
 )
 
 // The seccomp filter is written with golang.org/x/sys/unix's BPF types rather than a filter
-// library: it is one fixed deny list plus two argument checks, small enough to read whole,
-// and a library (libseccomp-golang) would make the build need cgo and a C library on every
-// host the helper runs on.
+// library. It is a deny list plus a handful of argument checks, small enough to read whole
+// beside the kernel's own documentation. libseccomp-golang would make the build need cgo and
+// a C library on every host the helper is copied to (the helper is a static binary);
+// elastic/go-seccomp-bpf is pure Go but compiles policies from names, cannot express the
+// per-thread pid and tid checks below, and would be a second way of saying what this file
+// says. The rules are data (the lists and the [filterSpec]); the code only lays them out.
 
 // deniedSyscalls are refused with EPERM on every architecture: calls that reach other
-// processes' memory (ptrace, process_vm_*), change what the filesystem is (mount and the
-// new mount API, pivot_root, chroot), reach the kernel keyring, load code into the kernel
-// (bpf, modules, kexec), observe the system (perf), enter or make namespaces, and io_uring,
-// whose operations bypass this filter.
+// processes' memory or descriptors (ptrace, process_vm_*, pidfd_getfd, process_madvise),
+// change what the filesystem is (mount and the new mount API, pivot_root, chroot), reach the
+// kernel keyring, load code into the kernel (bpf, modules, kexec), observe the system (perf),
+// enter or make namespaces, and io_uring, whose operations bypass this filter.
 var deniedSyscalls = append([]uintptr{
 	unix.SYS_PTRACE, unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV,
+	unix.SYS_PIDFD_GETFD, unix.SYS_PROCESS_MADVISE,
 	unix.SYS_MOUNT, unix.SYS_UMOUNT2, unix.SYS_PIVOT_ROOT, unix.SYS_CHROOT,
 	unix.SYS_OPEN_TREE, unix.SYS_MOVE_MOUNT, unix.SYS_FSOPEN, unix.SYS_FSCONFIG,
 	unix.SYS_FSMOUNT, unix.SYS_FSPICK, unix.SYS_MOUNT_SETATTR,
@@ -35,16 +39,70 @@ var deniedSyscalls = append([]uintptr{
 	unix.SYS_SYSLOG,
 }, archDenied...)
 
+// absentSyscalls fail with ENOSYS, as on a kernel without them, so that libc and language
+// runtimes fall back to a call the filter can check. clone3 passes its flags in memory the
+// filter cannot read (the fallback is clone, whose flags are checked); pidfd_send_signal
+// aims at whatever process a descriptor names — opening /proc/TID of the thread a command
+// was started from gives one — so it is refused whole (Go's os package probes it and falls
+// back to kill, whose target is checked).
+var absentSyscalls = []uintptr{unix.SYS_CLONE3, unix.SYS_PIDFD_SEND_SIGNAL}
+
+// ipcSyscalls reach SysV shared memory, semaphores and message queues and POSIX message
+// queues, which are named by numbers or names any process of the same user can use: a
+// command could write the memory of a host process. They are refused unless each command
+// has an IPC namespace of its own ([Policy.PrivateIPC]).
+var ipcSyscalls = []uintptr{
+	unix.SYS_SHMGET, unix.SYS_SHMAT, unix.SYS_SHMCTL,
+	unix.SYS_MSGGET, unix.SYS_MSGSND, unix.SYS_MSGRCV, unix.SYS_MSGCTL,
+	unix.SYS_SEMGET, unix.SYS_SEMOP, unix.SYS_SEMTIMEDOP, unix.SYS_SEMCTL,
+	unix.SYS_MQ_OPEN, unix.SYS_MQ_UNLINK, unix.SYS_MQ_TIMEDSEND, unix.SYS_MQ_TIMEDRECEIVE,
+	unix.SYS_MQ_NOTIFY, unix.SYS_MQ_GETSETATTR,
+}
+
+// signalSyscalls name their target by number in their first argument: a pid, a tid, a
+// process group (negative), or a tgid (tgkill, rt_tgsigqueueinfo).
+var signalSyscalls = []uintptr{unix.SYS_KILL, unix.SYS_TKILL, unix.SYS_TGKILL, unix.SYS_RT_SIGQUEUEINFO, unix.SYS_RT_TGSIGQUEUEINFO, unix.SYS_PIDFD_OPEN}
+
+// deniedIoctls are refused on any descriptor: TIOCSTI pushes input into a terminal (a
+// command line the person's shell then runs), TIOCLINUX does the same and more on a
+// virtual console, TIOCCONS redirects the console; FIOSETOWN and SIOCSPGRP pick which
+// process gets a descriptor's SIGIO and SIGURG by a pointer the filter cannot read.
+var deniedIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCCONS, fioSetOwn, unix.SIOCSPGRP}
+
+// fioSetOwn is FIOSETOWN, which golang.org/x/sys/unix does not name.
+const fioSetOwn = 0x8901
+
+// msgFastOpen and tcpFastOpenConnect make a TCP connection without connect(2), which is the
+// call Landlock checks (older kernels let a Fast Open sendto through).
+const (
+	msgFastOpen        = unix.MSG_FASTOPEN
+	tcpFastOpenConnect = unix.TCP_FASTOPEN_CONNECT
+)
+
+// filterSpec is what one filter is built from.
+type filterSpec struct {
+	Network Network
+	// DenyUnix refuses unix sockets: below Landlock ABI 9 a connect to a pathname socket
+	// (the Docker daemon's, an ssh-agent's) is not something Landlock sees.
+	DenyUnix bool
+	// PrivateIPC leaves SysV IPC and POSIX message queues alone (see [ipcSyscalls]).
+	PrivateIPC bool
+	// PID and TID are the process that starts the command and the thread it is started
+	// from: that thread shares the command's Landlock domain (the command inherits it), so
+	// scoping alone would let the command signal it by its thread ID — and a signal to one
+	// thread is a signal to the whole process. Every call that aims a signal, a pidfd or a
+	// SIGIO owner at either is refused; zero leaves the checks out.
+	PID, TID int
+}
+
 // nsFlags are the clone flags that make new namespaces.
 const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
 	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | 0x80 /* CLONE_NEWTIME */
 
 const (
-	retAllow = unix.SECCOMP_RET_ALLOW
-	retKill  = unix.SECCOMP_RET_KILL_PROCESS
-	retEPERM = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
-	// clone3 passes its flags in memory the filter cannot read: it fails as if the kernel
-	// lacked it, and libc and the Go runtime fall back to clone, whose flags are checked.
+	retAllow  = unix.SECCOMP_RET_ALLOW
+	retKill   = unix.SECCOMP_RET_KILL_PROCESS
+	retEPERM  = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
 	retENOSYS = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
 )
 
@@ -107,17 +165,29 @@ func (p *bpfProgram) link() ([]unix.SockFilter, error) {
 	return p.ins, nil
 }
 
-// buildFilter returns the filter for the network policy n. With denyUnix, sockets of the
-// unix family are refused too: below Landlock ABI 9 a connect to a pathname socket (the
-// Docker daemon's, an ssh-agent's) is not something Landlock sees.
-//
-// pid and tid are the process that starts the command and the thread it is started from:
-// that thread shares the command's Landlock domain (the command inherits it), so scoping
-// alone would let the command signal it by its thread ID — and a signal to one thread is a
-// signal to the whole process. Every call that aims a signal (or a pidfd) at either is
-// refused; zero leaves the check out.
-func buildFilter(n Network, denyUnix bool, pid, tid int) ([]unix.SockFilter, error) {
+// buildFilter returns the filter for spec: the deny lists above, and these checks on
+// arguments:
+//   - clone: no namespace flags;
+//   - signals (kill, tkill, tgkill, rt_*sigqueueinfo, pidfd_open) and fcntl F_SETOWN: not at
+//     spec.PID, -spec.PID or spec.TID; F_SETOWN_EX, whose target is behind a pointer, never;
+//   - prlimit64: a new limit only for the caller itself (pid 0) — a CPU limit set on
+//     another process is a SIGKILL sent later;
+//   - ioctl: none of [deniedIoctls];
+//   - socket: unix (unless spec.DenyUnix), internet, and netlink's NETLINK_ROUTE only —
+//     the family glibc's getaddrinfo and getifaddrs use to list addresses and routes, which
+//     without capabilities can only be read; every other netlink family (sock_diag lists
+//     every socket of the host, uevents, audit, generic netlink's taskstats), vsock, packet
+//     and the rest are refused;
+//   - with the network restricted: internet sockets only for TCP (protocol 0 or TCP, not
+//     MPTCP or SCTP, which Landlock does not see), and none at all when no TCP port is
+//     granted; no Fast Open (MSG_FASTOPEN on sendto, sendmsg and sendmmsg, and the
+//     TCP_FASTOPEN_CONNECT option); no listen() when no port may be bound, since listen()
+//     on an unbound socket binds a free port on every address without the bind(2) Landlock
+//     checks (seccomp cannot see whether a socket is bound, or its family: with unix sockets
+//     allowed, from Landlock ABI 9, unix listeners are refused with them).
+func buildFilter(spec filterSpec) ([]unix.SockFilter, error) {
 	p := &bpfProgram{labels: map[string]int{}}
+	jeq := func(k uint32, to string) { p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, k, to, "") }
 	p.load(offArch)
 	p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, auditArch, "arch_ok", "")
 	p.ret(retKill) // another ABI (i386 through int 0x80 on x86-64) would bypass the numbers below
@@ -127,25 +197,48 @@ func buildFilter(n Network, denyUnix bool, pid, tid int) ([]unix.SockFilter, err
 		p.jump(unix.BPF_JMP|unix.BPF_JSET|unix.BPF_K, x32Bit, "eperm", "")
 	}
 	for _, nr := range deniedSyscalls {
-		p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, uint32(nr), "eperm", "")
+		jeq(uint32(nr), "eperm")
 	}
-	p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.SYS_CLONE3, "enosys", "")
-	if pid > 0 {
-		for _, nr := range []uintptr{unix.SYS_KILL, unix.SYS_TKILL, unix.SYS_TGKILL, unix.SYS_RT_SIGQUEUEINFO, unix.SYS_RT_TGSIGQUEUEINFO, unix.SYS_PIDFD_OPEN} {
-			p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, uint32(nr), "signal", "")
+	for _, nr := range absentSyscalls {
+		jeq(uint32(nr), "enosys")
+	}
+	if !spec.PrivateIPC {
+		for _, nr := range ipcSyscalls {
+			jeq(uint32(nr), "eperm")
 		}
 	}
-	p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.SYS_CLONE, "clone", "")
-	p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.SYS_SOCKET, "socket", "")
+	if spec.PID > 0 {
+		for _, nr := range signalSyscalls {
+			jeq(uint32(nr), "signal")
+		}
+	}
+	restricted := !spec.Network.Unrestricted
+	for _, c := range []struct {
+		nr    uintptr
+		label string
+		when  bool
+	}{
+		{unix.SYS_CLONE, "clone", true},
+		{unix.SYS_SOCKET, "socket", true},
+		{unix.SYS_IOCTL, "ioctl", true},
+		{unix.SYS_FCNTL, "fcntl", true},
+		{unix.SYS_PRLIMIT64, "prlimit", true},
+		{unix.SYS_SENDTO, "send_flags3", restricted},
+		{unix.SYS_SENDMMSG, "send_flags3", restricted},
+		{unix.SYS_SENDMSG, "send_flags2", restricted},
+		{unix.SYS_SETSOCKOPT, "setsockopt", restricted},
+		{unix.SYS_LISTEN, "eperm", restricted && len(spec.Network.BindTCP) == 0},
+	} {
+		if c.when {
+			jeq(uint32(c.nr), c.label)
+		}
+	}
 	p.ret(retAllow)
 
-	if pid > 0 {
+	if spec.PID > 0 {
 		p.label("signal")
-		p.load(offArgs + 0) // the target: a pid, a tid, or a tgid (tgkill)
-		for _, v := range []int{pid, tid, -pid} {
-			p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, uint32(int32(v)), "eperm", "")
-		}
-		p.ret(retAllow)
+		p.load(offArgs + 0) // the target: a pid, a tid, a process group, or a tgid
+		guardTargets(p, spec)
 	}
 
 	p.label("clone")
@@ -153,34 +246,96 @@ func buildFilter(n Network, denyUnix bool, pid, tid int) ([]unix.SockFilter, err
 	p.jump(unix.BPF_JMP|unix.BPF_JSET|unix.BPF_K, nsFlags, "eperm", "")
 	p.ret(retAllow)
 
+	p.label("ioctl")
+	p.load(offArgs + 8) // the request
+	for _, req := range deniedIoctls {
+		jeq(req, "eperm")
+	}
+	p.ret(retAllow)
+
+	p.label("fcntl")
+	p.load(offArgs + 8) // the command
+	jeq(unix.F_SETOWN_EX, "eperm")
+	if spec.PID > 0 {
+		p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.F_SETOWN, "", "allow")
+		p.load(offArgs + 16) // the owner: a pid, or a process group when negative
+		guardTargets(p, spec)
+	}
+	p.ret(retAllow)
+
+	p.label("prlimit")
+	p.load(offArgs + 0) // pid: 0 is the caller
+	jeq(0, "allow")
+	p.load(offArgs + 16) // new_limit: NULL only reads
+	p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, 0, "", "eperm")
+	p.load(offArgs + 16 + 4)
+	jeq(0, "allow")
+	p.ret(retEPERM)
+
 	p.label("socket")
 	p.load(offArgs + 0) // domain
-	if denyUnix {
-		p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.AF_UNIX, "eperm", "")
-	}
-	if n.Unrestricted {
-		p.ret(retAllow)
+	if spec.DenyUnix {
+		jeq(unix.AF_UNIX, "eperm")
 	} else {
-		// Landlock governs TCP connect and bind; every other kind of internet socket (UDP,
-		// raw, MPTCP, which Landlock does not see) and packet sockets are refused.
-		p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.AF_PACKET, "eperm", "")
-		p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.AF_INET, "inet", "")
-		p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.AF_INET6, "inet", "")
+		jeq(unix.AF_UNIX, "allow")
+	}
+	jeq(unix.AF_NETLINK, "netlink")
+	jeq(unix.AF_INET, "inet")
+	jeq(unix.AF_INET6, "inet")
+	p.ret(retEPERM)
+	p.label("netlink")
+	p.load(offArgs + 16) // protocol
+	jeq(unix.NETLINK_ROUTE, "allow")
+	p.ret(retEPERM)
+	p.label("inet")
+	switch {
+	case !restricted:
 		p.ret(retAllow)
-		p.label("inet")
+	case len(spec.Network.ConnectTCP)+len(spec.Network.BindTCP) == 0:
+		p.ret(retEPERM) // no TCP port is granted: an internet socket can only be misused
+	default:
+		// Landlock governs TCP connect and bind; every other kind of internet socket (UDP,
+		// raw, MPTCP, SCTP, which Landlock does not see) is refused.
 		p.load(offArgs + 8) // type, with SOCK_NONBLOCK and SOCK_CLOEXEC
 		p.stmt(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, 0xf)
 		p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.SOCK_STREAM, "", "eperm")
 		p.load(offArgs + 16) // protocol
-		p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.IPPROTO_MPTCP, "eperm", "")
+		jeq(0, "allow")
+		jeq(unix.IPPROTO_TCP, "allow")
+		p.ret(retEPERM)
+	}
+
+	if restricted {
+		p.label("send_flags3")
+		p.load(offArgs + 24)
+		p.jump(unix.BPF_JMP|unix.BPF_JSET|unix.BPF_K, msgFastOpen, "eperm", "allow")
+		p.label("send_flags2")
+		p.load(offArgs + 16)
+		p.jump(unix.BPF_JMP|unix.BPF_JSET|unix.BPF_K, msgFastOpen, "eperm", "allow")
+		p.label("setsockopt")
+		p.load(offArgs + 8) // level
+		p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.IPPROTO_TCP, "", "allow")
+		p.load(offArgs + 16) // option
+		jeq(tcpFastOpenConnect, "eperm")
 		p.ret(retAllow)
 	}
 
+	p.label("allow")
+	p.ret(retAllow)
 	p.label("eperm")
 	p.ret(retEPERM)
 	p.label("enosys")
 	p.ret(retENOSYS)
 	return p.link()
+}
+
+// guardTargets refuses the loaded target when it is the guarded process, its process group
+// or the guarded thread, and allows it otherwise.
+func guardTargets(p *bpfProgram, spec filterSpec) {
+	for _, v := range []int{spec.PID, spec.TID, -spec.PID} {
+		p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, uint32(int32(v)), "eperm", "")
+	}
+	p.ret(retAllow)
 }
 
 // installFilter puts the filter on the calling thread only (no TSYNC). no_new_privs must be
