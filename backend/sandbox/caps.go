@@ -4,51 +4,76 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
-// droppedCaps are the capabilities a command never gets, even when it runs as root: with
-// them a root command could read other processes' memory and environment (CAP_SYS_PTRACE
-// passes by the dumpable flag), administer the system, talk raw to devices and the network,
-// or read files by handle. The file capabilities a root user needs to work on its own tree
-// (CAP_DAC_OVERRIDE, CAP_CHOWN, CAP_FOWNER, CAP_SETUID…) are kept; Landlock bounds where
-// they apply.
-var droppedCaps = []uintptr{
-	unix.CAP_SYS_PTRACE, unix.CAP_SYS_ADMIN, unix.CAP_SYS_MODULE, unix.CAP_SYS_RAWIO,
-	unix.CAP_SYS_BOOT, unix.CAP_SYS_TIME, unix.CAP_SYS_RESOURCE, unix.CAP_SYS_NICE,
-	unix.CAP_NET_ADMIN, unix.CAP_NET_RAW, unix.CAP_MKNOD, unix.CAP_MAC_ADMIN,
-	unix.CAP_MAC_OVERRIDE, unix.CAP_AUDIT_CONTROL, unix.CAP_AUDIT_READ, unix.CAP_SYSLOG,
-	unix.CAP_BPF, unix.CAP_PERFMON, unix.CAP_CHECKPOINT_RESTORE, unix.CAP_DAC_READ_SEARCH,
-	unix.CAP_KILL, unix.CAP_LINUX_IMMUTABLE, unix.CAP_IPC_OWNER, unix.CAP_SYS_PACCT,
-	unix.CAP_WAKE_ALARM, unix.CAP_BLOCK_SUSPEND, unix.CAP_SYS_TTY_CONFIG, unix.CAP_LEASE,
+// Commands hold no capabilities, even when Airlock runs as root. With CAP_FOWNER, CAP_CHOWN,
+// CAP_DAC_OVERRIDE and CAP_SETFCAP a root command could change the mode, owner, times,
+// extended attributes and file capabilities of any file outside every root — Landlock
+// governs reading, writing and creating files, not their metadata. Without them only the
+// owner of a file may change its metadata, and a root command's write to a file it does not
+// own follows the file's mode bits like anyone's. What remains is the owner's own files:
+// a command can still chmod a file of the user's (of root's, when Airlock runs as root)
+// outside the roots; the namespace sandbox's read-only mounts close that.
+
+// Secure bits (linux/securebits.h), which golang.org/x/sys/unix does not name: uid 0 gets no
+// capabilities from exec, and nothing may raise ambient capabilities again; each locked.
+const (
+	secbitNoRoot                  = 1 << 0
+	secbitNoRootLocked            = 1 << 1
+	secbitKeepCapsLocked          = 1 << 5
+	secbitNoCapAmbientRaise       = 1 << 6
+	secbitNoCapAmbientRaiseLocked = 1 << 7
+	lockedSecureBits              = secbitNoRoot | secbitNoRootLocked | secbitKeepCapsLocked |
+		secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
+)
+
+// lastCap is the highest capability this kernel knows (/proc/sys/kernel/cap_last_cap), at
+// least the highest golang.org/x/sys/unix names.
+func lastCap() uintptr {
+	last := uintptr(unix.CAP_LAST_CAP)
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && uintptr(n) > last && n < 64 {
+			last = uintptr(n)
+		}
+	}
+	return last
 }
 
-// dropCaps removes droppedCaps from the calling thread's bounding, effective, permitted,
-// inheritable and ambient sets. Capabilities are per thread, so only what this thread
-// starts is affected.
+// dropCaps empties the calling thread's bounding, ambient, inheritable, permitted and
+// effective sets and locks the secure bits above. Capabilities are per thread, so only what
+// this thread starts is affected; no_new_privs (set before) keeps an exec of a setuid or
+// file-capability program from granting any back.
 func dropCaps() error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("sandbox: capget: %w", err)
 	}
-	if data[0].Permitted == 0 && data[1].Permitted == 0 && data[0].Effective == 0 && data[1].Effective == 0 {
-		// An unprivileged user holds none, and with no_new_privs an exec cannot grant any.
+	if data[0].Permitted == 0 && data[1].Permitted == 0 {
+		// An unprivileged user holds none (and may not drop from the bounding set); with
+		// no_new_privs an exec cannot grant any.
 		return nil
 	}
-	for _, c := range droppedCaps {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil && err != unix.EINVAL {
-			return fmt.Errorf("sandbox: drop capability %d from the bounding set: %w", c, err)
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && err != unix.EINVAL {
+		return fmt.Errorf("sandbox: clear ambient capabilities: %w", err)
+	}
+	// The bounding set and the secure bits need CAP_SETPCAP, so they go before capset.
+	if data[0].Effective&(1<<unix.CAP_SETPCAP) != 0 {
+		for c := uintptr(0); c <= lastCap(); c++ {
+			if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil && err != unix.EINVAL {
+				return fmt.Errorf("sandbox: drop capability %d from the bounding set: %w", c, err)
+			}
+		}
+		if err := unix.Prctl(unix.PR_SET_SECUREBITS, lockedSecureBits, 0, 0, 0); err != nil {
+			return fmt.Errorf("sandbox: secure bits: %w", err)
 		}
 	}
-	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-	for _, c := range droppedCaps {
-		i, bit := c/32, uint32(1)<<(c%32)
-		data[i].Effective &^= bit
-		data[i].Permitted &^= bit
-		data[i].Inheritable &^= bit
-	}
+	data = [2]unix.CapUserData{}
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("sandbox: capset: %w", err)
 	}
