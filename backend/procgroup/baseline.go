@@ -14,7 +14,7 @@ func TimeForkExec() (time.Duration, error) {
 	var out, errb bytes.Buffer
 	cmd := exec.Command("/bin/sh", "-c", "true")
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	start := time.Now()
 	err := RunCmd(cmd) // cmd.Run, but not taken for an escapee where we are a subreaper
 	return time.Since(start), err

@@ -44,8 +44,8 @@ type Spec struct {
 	// function it returns is called after the leader exited and before it is reaped, so
 	// that for as long as the PID is tracked it names this command and no other process.
 	Track func(pid int) (untrack func())
-	// Isolate, when set, adds to the process's attributes (namespaces to clone); Setpgid
-	// stays on.
+	// Isolate, when set, adds to the process's attributes (namespaces to clone); Setsid
+	// stays on, and no controlling terminal is taken.
 	Isolate func(*syscall.SysProcAttr)
 }
 
@@ -58,7 +58,7 @@ type Outcome struct {
 	Duration  time.Duration
 }
 
-// Run starts the command in its own process group and waits for it. Cancelling ctx ends the
+// Run starts the command in its own session and process group and waits for it. Cancelling ctx ends the
 // run like a timeout does, marked Cancelled. The error is non-nil only when the command could
 // not be started.
 func Run(ctx context.Context, s Spec) (Outcome, error) {
@@ -83,7 +83,8 @@ type Process struct {
 	untrack   func() // Spec.Track's, called once the leader exited, before it is reaped
 }
 
-// Start starts the command in its own process group and returns at once. Only the fork and
+// Start starts the command in its own session and process group, with only its standard
+// streams, and returns at once. Only the fork and
 // exec happen here: a caller that must start commands from a particular OS thread (the
 // kernel sandbox's restricted threads, which commands inherit their restrictions from) needs
 // that thread for Start alone, and Waits from any goroutine. The timeout counts from Start.
@@ -102,13 +103,17 @@ func Start(s Spec) (*Process, error) {
 		Dir:         s.Dir,
 		Env:         env,
 		Stdin:       s.Stdin,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 		WaitDelay:   PipeDrain,
 	}
 	if s.Isolate != nil {
 		s.Isolate(cmd.SysProcAttr)
-		cmd.SysProcAttr.Setpgid = true
 	}
+	// A session of its own (which makes the command its process group's leader too) and
+	// no controlling terminal: /dev/tty cannot be opened, and nothing the command does
+	// reaches the terminal Airlock runs on (its input queue, its foreground group).
+	a := cmd.SysProcAttr
+	a.Setsid, a.Setpgid, a.Setctty, a.Foreground, a.Noctty = true, false, false, false, false
 	w, streams, err := outputPipes(s.Stdout, s.Stderr)
 	if err != nil {
 		return nil, fmt.Errorf("output pipes: %w", err)
@@ -120,6 +125,7 @@ func Start(s Spec) (*Process, error) {
 	// Start and registration happen under the lock a sweep takes, so that no sweep sees a
 	// new leader before it is known as one.
 	leadersMu.Lock()
+	markInheritedCloseOnExec()
 	if err := cmd.Start(); err != nil {
 		leadersMu.Unlock()
 		closeAll(outW, errW)

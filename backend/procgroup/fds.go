@@ -1,0 +1,34 @@
+package procgroup
+
+import (
+	"math"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// A command gets its three standard streams and nothing else. Go opens every descriptor of
+// its own close-on-exec, but the ones this process inherited open (a terminal, a jobserver
+// pipe, a file its parent held) it keeps as they were, and a plain fork/exec would hand them
+// to every command — a read of a file outside every root, or a write to the person's
+// terminal, that no sandbox sees because the descriptor was opened before. So before each
+// start, every descriptor above 2 is marked close-on-exec; the ones a command is meant to
+// get are placed by exec.Cmd in the child, which clears the mark on them.
+
+// markInheritedCloseOnExec marks every descriptor from 3 up close-on-exec: one close_range
+// call (Linux 5.11), or a walk over /proc/self/fd before that.
+func markInheritedCloseOnExec() {
+	if unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
+		}
+	}
+}

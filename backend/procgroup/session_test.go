@@ -1,0 +1,74 @@
+package procgroup
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestCommandOwnSessionOnlyStandardStreams: a command leads a session of its own, has no
+// controlling terminal, and holds no descriptor this process inherited or opened without
+// close-on-exec — here a file outside anything the command was given.
+func TestCommandOwnSessionOnlyStandardStreams(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "held")
+	if err := os.WriteFile(secret, []byte("held-open-marker\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(secret, syscall.O_RDONLY, 0) // no O_CLOEXEC, as an inherited one
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	var out bytes.Buffer
+	s := sh(`read -r _ _ _ _ _ sid _ < /proc/$$/stat; echo "sid=$sid pid=$$"; ls /proc/$$/fd; cat <&` + strconv.Itoa(fd) + `; cat /dev/tty; true`)
+	s.Stdout, s.Stderr = &out, &out
+	if o, err := Run(context.Background(), s); err != nil || o.ExitCode != 0 {
+		t.Fatalf("run: %+v %v\n%s", o, err, out.String())
+	}
+	got := out.String()
+	var sid, pid string
+	for _, f := range strings.Fields(got) {
+		if v, ok := strings.CutPrefix(f, "sid="); ok {
+			sid = v
+		} else if v, ok := strings.CutPrefix(f, "pid="); ok {
+			pid = v
+		}
+	}
+	if sid == "" || sid != pid {
+		t.Errorf("the command does not lead a session of its own: %q", got)
+	}
+	if strings.Contains(got, "held-open-marker") {
+		t.Errorf("a descriptor opened without close-on-exec reached the command: %q", got)
+	}
+	for _, line := range strings.Split(got, "\n") {
+		if n, err := strconv.Atoi(strings.TrimSpace(line)); err == nil && n > 2 {
+			t.Errorf("the command holds descriptor %d: %q", n, got)
+		}
+	}
+}
+
+// TestTimeoutKillsSetsidChild: a child that calls setsid leaves its command's process group
+// and session; on the command's timeout it dies with the rest of the tree, where this
+// process is a subreaper (as the airlock CLI and the resident helper are).
+func TestTimeoutKillsSetsidChild(t *testing.T) {
+	if err := EnableSubreaper(); err != nil {
+		t.Skipf("subreaper: %v", err)
+	}
+	pidfile := filepath.Join(t.TempDir(), "escaped")
+	s := sh("setsid sh -c 'echo $$ > " + pidfile + "; exec sleep 300' </dev/null >/dev/null 2>&1 & sleep 300")
+	s.Timeout, s.KillGrace = 500*time.Millisecond, 100*time.Millisecond
+	o, err := Run(context.Background(), s)
+	if err != nil || !o.TimedOut {
+		t.Fatalf("run: %+v %v", o, err)
+	}
+	pid, _ := os.ReadFile(pidfile)
+	if p := strings.TrimSpace(string(pid)); p == "" || alive(p) {
+		t.Errorf("the setsid child %q outlived its command's timeout", p)
+	}
+}
