@@ -25,6 +25,10 @@ type PathPolicy struct {
 	// ReadRoots and WriteRoots are absolute host paths (never empty: the workspace when
 	// the config names none). Every write root is also a read root.
 	ReadRoots, WriteRoots []string
+	// ConfiguredReadRoots and ConfiguredWriteRoots are the roots as [policy] names them
+	// (never empty): relative to the workspace, or absolute as the environment sees them.
+	// A backend whose workspace is not the host directory (ssh) places them in its own.
+	ConfiguredReadRoots, ConfiguredWriteRoots []string
 	// Protected are Airlock's own files (the config in use, the ledger, session and
 	// approval state): no command may read or write them.
 	Protected []string

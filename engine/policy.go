@@ -65,10 +65,12 @@ func pathsPolicy(cfg *configs.Config) backend.PathPolicy {
 		protected = append(protected, cfg.File)
 	}
 	return backend.PathPolicy{
-		ReadRoots:  append(roots(read), roots(write)...),
-		WriteRoots: roots(write),
-		Protected:  protected,
-		Hidden:     func(rel string) bool { return pathpolicy.MatchName(hidden, rel) },
+		ReadRoots:            append(roots(read), roots(write)...),
+		WriteRoots:           roots(write),
+		ConfiguredReadRoots:  read,
+		ConfiguredWriteRoots: write,
+		Protected:            protected,
+		Hidden:               func(rel string) bool { return pathpolicy.MatchName(hidden, rel) },
 	}
 }
 

@@ -105,7 +105,7 @@ func (e *Env) startHelper(ctx context.Context, l *link, p remoteInfo) error {
 	if err := e.bin.bin.CheckUname(p.os); err != nil {
 		return err
 	}
-	args := e.cfg.sandboxArgs(p.workspace, l.proxyPort)
+	args := e.cfg.sandboxArgs(p.workspace, e.roots, l.proxyPort)
 	h, err := e.launchHelper(ctx, l, name, args)
 	var stale *staleHelperError
 	if errors.As(err, &stale) {

@@ -212,6 +212,26 @@ type Option func(*options) error
 type options struct {
 	logger hclog.Logger
 	egress *backend.Egress
+	roots  roots
+}
+
+// roots are the policy's read and write roots as [policy] names them: relative to the
+// remote workspace, or absolute remote paths. Empty means the workspace.
+type roots struct{ read, write []string }
+
+// WithRoots gives the helper's kernel sandbox the policy's roots (read and write, as
+// [policy] names them: relative to the remote workspace, or absolute remote paths): commands
+// may then write only in the write roots. Without it the workspace is the only root.
+func WithRoots(read, write []string) Option {
+	return func(o *options) error {
+		for _, r := range append(append([]string(nil), read...), write...) {
+			if r == "" {
+				return errors.New("ssh: empty root")
+			}
+		}
+		o.roots = roots{read: read, write: write}
+		return nil
+	}
 }
 
 // WithEgress routes commands through a running egress proxy ([network] mode "allowlist"):
@@ -252,6 +272,8 @@ type Env struct {
 	bin  helperBinary
 	// egress is the proxy commands are pointed at (nil unless [network] mode is allowlist).
 	egress *backend.Egress
+	// roots are the policy's roots the helper's sandbox is built from (see [WithRoots]).
+	roots roots
 
 	// sessions bounds concurrent command sessions below sshd's MaxSessions (10 by default),
 	// leaving room for the sessions that kill process groups.
@@ -301,6 +323,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	}
 	e := &Env{
 		egress:   o.egress,
+		roots:    o.roots,
 		cfg:      cfg,
 		log:      o.logger.Named("ssh").With("target", cfg.User+"@"+cfg.target()),
 		dial:     d,

@@ -39,14 +39,16 @@ func init() {
 	})
 }
 
-// derive applies [network] mode. The remote host's network is not Airlock's to cut: none
-// and open run with it as it is, which Describe and docs/network.md say. allowlist starts the
+// derive gives the helper's sandbox the policy's roots (see [WithRoots]) and applies
+// [network] mode. The remote host's network is not Airlock's to cut: none and open run with
+// it as it is, which Describe and docs/network.md say. allowlist starts the
 // egress proxy on the Airlock host's loopback; the backend reaches it from the remote host
 // through a reverse-forwarded port on the remote loopback and points commands at it with
 // HTTP(S)_PROXY (see [WithEgress]).
 func derive(_ any, p backend.Policy) ([]any, error) {
+	opts := []any{Option(WithRoots(p.Paths.ConfiguredReadRoots, p.Paths.ConfiguredWriteRoots))}
 	if p.Network.Mode != backend.NetworkAllowlist {
-		return nil, nil
+		return opts, nil
 	}
 	if p.Network.Proxy == nil {
 		return nil, errors.New(`ssh: [network] mode = "allowlist" without an egress proxy`)
@@ -55,7 +57,7 @@ func derive(_ any, p backend.Policy) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []any{egressOption{eg}}, nil
+	return append(opts, egressOption{eg}), nil
 }
 
 // egressOption carries the proxy derive started to open, which stops it when New fails.

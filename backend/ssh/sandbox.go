@@ -2,12 +2,14 @@ package ssh
 
 import (
 	"fmt"
+	"path"
 	"strings"
 )
 
 // The kernel sandbox on the remote host is applied by the resident helper: it is started
-// with the remote workspace as its only write and read root (plus what programs need), and
-// confines every command it starts (see package sandbox). In session mode there is no
+// with the policy's read and write roots placed in the remote workspace (the workspace
+// itself when [policy] names none; plus what programs need), and confines every command it
+// starts (see package sandbox). In session mode there is no
 // helper and nothing is enforced; with sandbox = "landlock" that is a refusal.
 
 // Sandbox modes of [Config.Sandbox].
@@ -17,9 +19,10 @@ const (
 	SandboxOff      = "off"
 )
 
-// sandboxArgs are the helper's flags for a remote workspace; proxyPort, when not 0, is the
-// one TCP port commands may connect to (the reverse-forwarded egress proxy).
-func (c Config) sandboxArgs(workspace string, proxyPort int) string {
+// sandboxArgs are the helper's flags for a remote workspace and the policy's roots in it;
+// proxyPort, when not 0, is the one TCP port commands may connect to (the reverse-forwarded
+// egress proxy).
+func (c Config) sandboxArgs(workspace string, r roots, proxyPort int) string {
 	mode := c.Sandbox
 	if mode == "" {
 		mode = SandboxAuto
@@ -27,11 +30,33 @@ func (c Config) sandboxArgs(workspace string, proxyPort int) string {
 	if mode == SandboxOff {
 		return " --sandbox off"
 	}
-	args := fmt.Sprintf(" --sandbox %s --sandbox-write %s", mode, quote(workspace))
+	write, read := r.write, r.read
+	if len(write) == 0 {
+		write = []string{"."}
+	}
+	if len(read) == 0 {
+		read = []string{"."}
+	}
+	args := " --sandbox " + mode
+	for _, w := range write {
+		args += " --sandbox-write " + quote(place(workspace, w))
+	}
+	for _, rd := range read {
+		args += " --sandbox-read " + quote(place(workspace, rd))
+	}
 	if proxyPort != 0 {
 		args += fmt.Sprintf(" --sandbox-connect %d", proxyPort)
 	}
 	return args
+}
+
+// place puts a root as [policy] names it in the remote workspace: a relative one beneath
+// it, an absolute one as it is.
+func place(workspace, root string) string {
+	if path.IsAbs(root) {
+		return path.Clean(root)
+	}
+	return path.Join(workspace, root)
 }
 
 // checkSandbox decides, once connected, whether the configured sandbox is delivered: mode
