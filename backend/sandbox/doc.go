@@ -11,9 +11,19 @@
 // Only worker goroutines locked to such threads for good ever run there (the runtime ends the
 // thread when its worker returns), so the process that calls Do — Airlock, or the resident
 // helper — stays unconfined. Landlock's scoping (ABI 6) then keeps a command from signalling
-// or ptracing anything outside its domain, and with the capabilities dropped and Airlock
-// non-dumpable it cannot read Airlock's /proc entries either; the filter refuses signals aimed
-// at the worker thread itself, which shares the command's domain.
+// or ptracing anything outside its domain, and with no capabilities and Airlock non-dumpable
+// it cannot read Airlock's /proc entries either. The worker thread shares the command's
+// domain, so scoping does not protect it: the filter closes every way to signal it or its
+// process by number (kill, tkill, tgkill, rt_*sigqueueinfo, pidfd_open, a SIGIO owner set
+// with F_SETOWN), refuses the ways whose target it cannot read (pidfd_send_signal on a pidfd
+// made by opening /proc/TID, F_SETOWN_EX, FIOSETOWN), and refuses new resource limits on
+// other processes (a CPU limit is a SIGKILL sent later).
+//
+// The filter is the second wall: it closes what Landlock does not see (see [buildFilter]):
+// TCP Fast Open and listen() without bind, socket families other than unix, internet and
+// NETLINK_ROUTE, terminal input injection, SysV IPC unless commands have an IPC namespace of
+// their own. Capabilities are all dropped, so even a root command changes the metadata of
+// only the files it owns.
 //
 // Landlock is an allow-list: access is granted to directory hierarchies, never taken away
 // beneath them. A protected path is therefore kept out by never granting any directory above

@@ -502,7 +502,7 @@ func (s *Sandbox) Notes() []string {
 	if p.TempDir != "" {
 		w = append(w, p.TempDir+" (session temp)")
 	}
-	net := "no TCP connect or bind, no UDP or raw sockets"
+	net := "no internet sockets"
 	switch {
 	case p.Network.Unrestricted:
 		net = "network not restricted"
@@ -520,6 +520,7 @@ func (s *Sandbox) Notes() []string {
 	if len(l.Split) > 0 {
 		notes = append(notes, "sandbox: commands cannot make new entries directly in "+strings.Join(l.Split, ", ")+" (each holds a protected path); entries others make there are granted, or kept out when protected, from the next command on")
 	}
+	notes = append(notes, secondWallNotes(p)...)
 	notes = append(notes, l.Notes...)
 	return notes
 }

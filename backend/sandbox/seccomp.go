@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -336,6 +337,20 @@ func guardTargets(p *bpfProgram, spec filterSpec) {
 		p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, uint32(int32(v)), "eperm", "")
 	}
 	p.ret(retAllow)
+}
+
+// secondWallNotes say what the filter, the dropped capabilities and procgroup hold beyond
+// Landlock, and what this mode leaves open.
+func secondWallNotes(p Policy) []string {
+	notes := []string{"sandbox: seccomp: no TCP Fast Open or listen() without a granted bind; no vsock, packet or netlink sockets but NETLINK_ROUTE; no TIOCSTI or TIOCLINUX; no pidfd_send_signal, SIGIO owner or prlimit aimed at another process; no capabilities; each command in a session of its own with no terminal and only its standard streams"}
+	if !p.PrivateIPC {
+		notes = append(notes, "sandbox: SysV IPC and POSIX message queues refused (commands have no IPC namespace of their own in this mode)")
+	}
+	owner := "the user's own files"
+	if os.Geteuid() == 0 {
+		owner = "the user's own files (Airlock runs as root: every root-owned file)"
+	}
+	return append(notes, "sandbox: not enforced in this mode: chmod, utime and user xattrs on "+owner+" outside the roots (Landlock does not govern metadata; the namespace sandbox's read-only mounts do)")
 }
 
 // installFilter puts the filter on the calling thread only (no TSYNC). no_new_privs must be
