@@ -418,7 +418,8 @@ func TestAttackCredentialStores(t *testing.T) {
 
 // TestAttackSSHWriteRootsAndNetwork: the remote helper's sandbox takes its write roots from
 // the policy: with write_roots = ["work"], the rest of the remote workspace is read-only.
-// Its network, none here, is held against Fast Open and listen() as on the local backend.
+// Its network, none here, is held against Fast Open and listen() as on the local backend,
+// and the helper (the commands' $PPID there) survives the signal attacks.
 func TestAttackSSHWriteRootsAndNetwork(t *testing.T) {
 	t.Parallel()
 	requireLandlockIT(t)
@@ -438,7 +439,11 @@ func TestAttackSSHWriteRootsAndNetwork(t *testing.T) {
 		"echo fine > " + b.ws + "/work/ok && cat " + b.ws + "/work/ok",
 		"cat " + b.ws + "/top.txt",
 	}, networkAttacks(port)...)
+	cmds = append(append(cmds, signalAttacks()...), "echo still-alive")
 	rs := b.calls(cmds...)
+	if last := rs[len(rs)-1]; !strings.Contains(last.Content, "still-alive") {
+		t.Fatalf("the helper did not survive the batch: %+v", last)
+	}
 	if !strings.Contains(rs[1].Content, "fine") {
 		t.Errorf("a write inside the write root failed: %+v", rs[1])
 	}
