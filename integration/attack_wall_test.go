@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/backend/sandbox"
 )
 
 // The second wall: what Landlock does not see, attacked through Airlock with approvals in
@@ -372,7 +375,8 @@ func TestAttackMetadataOutside(t *testing.T) {
 }
 
 // credentialStores are the places under a home directory where toolchains and clients keep
-// credentials, one file each as a real tool would write it.
+// credentials, one file each as a real tool would write it; the test adds every entry of
+// sandbox.CredentialDirs none of these lies in.
 var credentialStores = []string{
 	".cargo/credentials.toml", ".cargo/credentials",
 	".cache/huggingface/token", ".huggingface/token",
@@ -392,19 +396,27 @@ func TestAttackCredentialStores(t *testing.T) {
 	t.Parallel()
 	requireLandlockIT(t)
 	b := newLocalBed(t, "landlock")
-	for _, p := range credentialStores {
+	// Every entry of the sandbox's list is in the table: itself (as a file) where no file
+	// above lies beneath it.
+	stores := append([]string(nil), credentialStores...)
+	for _, c := range sandbox.CredentialDirs {
+		if !slices.ContainsFunc(stores, func(s string) bool { return s == c || strings.HasPrefix(s, c+"/") }) {
+			stores = append(stores, c)
+		}
+	}
+	for _, p := range stores {
 		f := filepath.Join(b.home, p)
 		mustMkdir(t, filepath.Dir(f))
 		mustWrite(t, f, b.marker+"-"+p+"\n")
 	}
 	mustWrite(t, filepath.Join(b.home, ".cargo", "config.toml"), "[build]\n")
 	var cmds []string
-	for _, p := range credentialStores {
+	for _, p := range stores {
 		cmds = append(cmds, "cat "+filepath.Join(b.home, p))
 	}
 	cmds = append(cmds, "cat "+filepath.Join(b.home, ".cargo", "config.toml"))
 	rs := b.calls(cmds...) // fails the test when a marker reaches any output
-	for i, p := range credentialStores {
+	for i, p := range stores {
 		t.Run(p, func(t *testing.T) {
 			if r := rs[i]; r.Metadata.ExitCode == nil || *r.Metadata.ExitCode == 0 {
 				t.Errorf("read %s: %+v", p, r)
