@@ -139,6 +139,11 @@ func (p *bpfProgram) jump(code uint16, k uint32, jt, jf string) {
 
 func (p *bpfProgram) label(name string) { p.labels[name] = len(p.ins) }
 
+// jeq jumps to the label when the loaded word equals k.
+func (p *bpfProgram) jeq(k uint32, to string) {
+	p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, k, to, "")
+}
+
 func (p *bpfProgram) load(off uint32) { p.stmt(unix.BPF_LD|unix.BPF_W|unix.BPF_ABS, off) }
 func (p *bpfProgram) ret(v uint32)    { p.stmt(unix.BPF_RET|unix.BPF_K, v) }
 
@@ -188,7 +193,7 @@ func (p *bpfProgram) link() ([]unix.SockFilter, error) {
 //     allowed, from Landlock ABI 9, unix listeners are refused with them).
 func buildFilter(spec filterSpec) ([]unix.SockFilter, error) {
 	p := &bpfProgram{labels: map[string]int{}}
-	jeq := func(k uint32, to string) { p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, k, to, "") }
+	jeq := p.jeq
 	p.load(offArch)
 	p.jump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, auditArch, "arch_ok", "")
 	p.ret(retKill) // another ABI (i386 through int 0x80 on x86-64) would bypass the numbers below
@@ -236,6 +241,21 @@ func buildFilter(spec filterSpec) ([]unix.SockFilter, error) {
 	}
 	p.ret(retAllow)
 
+	processChecks(p, spec)
+	socketChecks(p, spec)
+	p.label("allow")
+	p.ret(retAllow)
+	p.label("eperm")
+	p.ret(retEPERM)
+	p.label("enosys")
+	p.ret(retENOSYS)
+	return p.link()
+}
+
+// processChecks are the argument checks of the calls that reach other processes, the
+// terminal, and new namespaces.
+func processChecks(p *bpfProgram, spec filterSpec) {
+	jeq := p.jeq
 	if spec.PID > 0 {
 		p.label("signal")
 		p.load(offArgs + 0) // the target: a pid, a tid, a process group, or a tgid
@@ -272,7 +292,12 @@ func buildFilter(spec filterSpec) ([]unix.SockFilter, error) {
 	p.load(offArgs + 16 + 4)
 	jeq(0, "allow")
 	p.ret(retEPERM)
+}
 
+// socketChecks are the argument checks of the socket calls.
+func socketChecks(p *bpfProgram, spec filterSpec) {
+	jeq := p.jeq
+	restricted := !spec.Network.Unrestricted
 	p.label("socket")
 	p.load(offArgs + 0) // domain
 	if spec.DenyUnix {
@@ -320,14 +345,6 @@ func buildFilter(spec filterSpec) ([]unix.SockFilter, error) {
 		jeq(tcpFastOpenConnect, "eperm")
 		p.ret(retAllow)
 	}
-
-	p.label("allow")
-	p.ret(retAllow)
-	p.label("eperm")
-	p.ret(retEPERM)
-	p.label("enosys")
-	p.ret(retENOSYS)
-	return p.link()
 }
 
 // guardTargets refuses the loaded target when it is the guarded process, its process group
