@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strconv"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
@@ -48,6 +50,7 @@ type result struct {
 	Truncated bool     `json:"truncated"`
 	Stderr    []byte   `json:"stderr"`
 	Error     string   `json:"error"`
+	Effects   []effect `json:"effects"`
 }
 
 // labelRun names the test process that made a container, so that a crashed run's leftovers
@@ -67,6 +70,7 @@ type sandbox struct {
 	results chan result
 	readErr chan error
 	nextID  int
+	shells  []string
 }
 
 // startSandbox starts one container for the calling test and its driver; both go away in
@@ -76,7 +80,35 @@ func startSandbox(t testing.TB, workers int) *sandbox {
 	cli := dockertest.Client(t)
 	names := recorderNames(t, append(busyboxApplets(t), classifierPrograms()...))
 	ref := shellImage(t, cli, names)
+	return startContainer(t, cli, containerSpec{image: ref, workers: workers})
+}
+
+// containerSpec is what differs between the harness's two containers: the recorders'
+// (every program a recorder) and the effects one (real programs: see effects_test.go).
+type containerSpec struct {
+	image   string
+	workers int
+	mounts  []mount.Mount
+	tmpfs   map[string]string // beyond /tmp and /rec
+	mode    string            // the driver's third argument, if any
+	shells  []string          // the shells the driver runs, in its order; default Shells
+}
+
+// startContainer starts one container from spec and its driver; both go away in
+// t.Cleanup.
+func startContainer(t testing.TB, cli *client.Client, spec containerSpec) *sandbox {
+	t.Helper()
 	removeStale(cli)
+	workers, ref := spec.workers, spec.image
+	tmpfs := map[string]string{
+		"/tmp": "rw,nosuid,nodev,size=128m,mode=1777",
+		"/rec": "rw,nosuid,nodev,size=32m,mode=1777",
+	}
+	maps.Copy(tmpfs, spec.tmpfs)
+	driverArgs := []string{"/.probe/driver", strconv.Itoa(workers), strconv.Itoa(baseUID())}
+	if spec.mode != "" {
+		driverArgs = append(driverArgs, spec.mode)
+	}
 
 	ctx := context.Background()
 	var suffix [6]byte
@@ -105,11 +137,9 @@ func startSandbox(t testing.TB, workers int) *sandbox {
 		CapAdd:         []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETUID", "SETGID"},
 		SecurityOpt:    []string{"no-new-privileges"},
 		ReadonlyRootfs: true,
-		Tmpfs: map[string]string{
-			"/tmp": "rw,nosuid,nodev,size=128m,mode=1777",
-			"/rec": "rw,nosuid,nodev,size=32m,mode=1777",
-		},
-		Resources: container.Resources{PidsLimit: &pids, Memory: 1 << 30},
+		Tmpfs:          tmpfs,
+		Mounts:         spec.mounts,
+		Resources:      container.Resources{PidsLimit: &pids, Memory: 1 << 30},
 	}, nil, nil, name)
 	t.Cleanup(func() {
 		if err != nil {
@@ -128,7 +158,7 @@ func startSandbox(t testing.TB, workers int) *sandbox {
 		t.Fatalf("start %s: %v", name, err)
 	}
 	x, err := cli.ContainerExecCreate(cctx, resp.ID, container.ExecOptions{
-		Cmd:          []string{"/.probe/driver", strconv.Itoa(workers), strconv.Itoa(baseUID())},
+		Cmd:          driverArgs,
 		AttachStdin:  true,
 		AttachStdout: true,
 		AttachStderr: true,
@@ -141,7 +171,10 @@ func startSandbox(t testing.TB, workers int) *sandbox {
 		t.Fatalf("exec attach driver: %v", err)
 	}
 	t.Cleanup(hij.Close)
-	s := &sandbox{hij: hij.Conn, enc: json.NewEncoder(hij.Conn), results: make(chan result, 64), readErr: make(chan error, 1)}
+	s := &sandbox{hij: hij.Conn, enc: json.NewEncoder(hij.Conn), results: make(chan result, 64), readErr: make(chan error, 1), shells: spec.shells}
+	if s.shells == nil {
+		s.shells = Shells
+	}
 	pr, pw := io.Pipe()
 	var stderr capture
 	go func() {
@@ -165,7 +198,7 @@ func startSandbox(t testing.TB, workers int) *sandbox {
 }
 
 // Run runs each command under every shell and returns, per command, the results in
-// [Shells] order.
+// the order of the sandbox's shells ([Shells] for the recorders' container).
 func (s *sandbox) Run(cmds [][]byte) ([][]result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -183,10 +216,10 @@ func (s *sandbox) Run(cmds [][]byte) ([][]result, error) {
 	}()
 	out := make([][]result, len(cmds))
 	order := map[string]int{}
-	for i, sh := range Shells {
+	for i, sh := range s.shells {
 		order[sh] = i
 	}
-	for range len(cmds) * len(Shells) {
+	for range len(cmds) * len(s.shells) {
 		select {
 		case r := <-s.results:
 			i := r.ID - base
@@ -194,7 +227,7 @@ func (s *sandbox) Run(cmds [][]byte) ([][]result, error) {
 				return nil, fmt.Errorf("driver answered unknown id %d", r.ID)
 			}
 			if out[i] == nil {
-				out[i] = make([]result, len(Shells))
+				out[i] = make([]result, len(s.shells))
 			}
 			k, ok := order[r.Shell]
 			if !ok {

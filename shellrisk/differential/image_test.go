@@ -83,13 +83,20 @@ func shellImage(t testing.TB, cli *client.Client, names []string) string {
 	if err != nil {
 		t.Fatalf("differential image: %v", err)
 	}
+	imageBuild.ref = importImage(t, cli, tarball)
+	return imageBuild.ref
+}
+
+// importImage imports a root filesystem as an image tagged with its hash, unless the
+// daemon has it already.
+func importImage(t testing.TB, cli *client.Client, tarball []byte) string {
+	t.Helper()
 	sum := sha256.Sum256(tarball)
 	hash := hex.EncodeToString(sum[:])
 	ref := imageRepo + ":" + hash[:16]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if info, err := cli.ImageInspect(ctx, ref); err == nil && info.Config != nil && info.Config.Labels[labelHash] == hash {
-		imageBuild.ref = ref
 		return ref
 	}
 	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: bytes.NewReader(tarball), SourceName: "-"}, ref, image.ImportOptions{
@@ -104,7 +111,6 @@ func shellImage(t testing.TB, cli *client.Client, names []string) string {
 	if err != nil {
 		t.Fatalf("import %s: %v", ref, err)
 	}
-	imageBuild.ref = ref
 	return ref
 }
 

@@ -75,7 +75,9 @@ type Result struct {
 	// through execve or sshd, the shell sees only the part before the first NUL.
 	Truncated bool   `json:"truncated,omitempty"`
 	Stderr    []byte `json:"stderr,omitempty"`
-	Error     string `json:"error,omitempty"`
+	// Effects are what the run did to files, in effects mode only (see effects.go).
+	Effects []Effect `json:"effects,omitempty"`
+	Error   string   `json:"error,omitempty"`
 }
 
 // shell is one real shell in the image and how the backends start it.
@@ -182,15 +184,24 @@ func record() {
 func drive() int {
 	// driver WORKERS BASEUID: the base is chosen per container by the test, since
 	// RLIMIT_NPROC counts a user's processes on the whole host, not per container.
+	// driver WORKERS BASEUID effects: the effects mode (effects.go), one worker only.
 	workers, baseUID := 2, 10000
 	if len(os.Args) > 2 {
 		w, err1 := strconv.Atoi(os.Args[1])
 		u, err2 := strconv.Atoi(os.Args[2])
-		if err1 != nil || err2 != nil || w < 1 || u < 1000 {
-			fmt.Fprintf(os.Stderr, "driver: usage: driver WORKERS BASEUID\n")
+		effectsMode = len(os.Args) == 4 && os.Args[3] == "effects"
+		if err1 != nil || err2 != nil || w < 1 || u < 1000 || len(os.Args) > 4 || len(os.Args) == 4 && !effectsMode || effectsMode && w != 1 {
+			fmt.Fprintf(os.Stderr, "driver: usage: driver WORKERS BASEUID [effects]\n")
 			return 2
 		}
 		workers, baseUID = w, u
+	}
+	if effectsMode {
+		shells = effectShells
+		if err := makeTemplate(); err != nil {
+			fmt.Fprintf(os.Stderr, "driver: scratch tree: %v\n", err)
+			return 2
+		}
 	}
 	// Root is exempt from RLIMIT_NPROC; the shells, which run as one unprivileged user per
 	// worker, inherit it, so that a fork bomb stops at its own limit instead of taking the
@@ -247,25 +258,20 @@ func run(sh shell, r Request, dir string, uid int) Result {
 	if i := bytes.IndexByte(cmdText, 0); i >= 0 {
 		cmdText, res.Truncated = cmdText[:i], true
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	for _, d := range []string{res.Dir, res.Home} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			res.Error = err.Error()
-			return res
-		}
-		if err := os.Chown(d, uid, uid); err != nil {
-			res.Error = err.Error()
-			return res
-		}
-	}
-	if err := os.Chmod(dir, 0o711); err != nil {
+	if err := prepare(dir, uid); err != nil {
 		res.Error = err.Error()
 		return res
 	}
 	defer os.RemoveAll(dir)
+	var rec *effectRecorder
+	if effectsMode {
+		var err error
+		if rec, err = startEffects(dir, uid); err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		defer rec.close()
+	}
 	stderr, diag, err := newStderr()
 	if err != nil {
 		res.Error = err.Error()
@@ -275,7 +281,7 @@ func run(sh shell, r Request, dir string, uid int) Result {
 		Path:   sh.path,
 		Args:   append(append([]string(nil), sh.argv...), string(cmdText)),
 		Dir:    res.Dir,
-		Env:    append([]string{"HOME=" + res.Home, "PWD=" + res.Dir}, env...),
+		Env:    runEnv(res),
 		Stderr: stderr,
 		SysProcAttr: &syscall.SysProcAttr{
 			Setsid:     true,
@@ -327,6 +333,12 @@ func run(sh shell, r Request, dir string, uid int) Result {
 	res.Stderr, serr = diag.wait(time.Now().Add(5 * time.Second))
 	if serr != nil {
 		res.Error = serr.Error()
+	}
+	if rec != nil {
+		var err error
+		if res.Effects, err = rec.finish(); err != nil {
+			res.Error = err.Error()
+		}
 	}
 	logPath := filepath.Join(logDir, strconv.Itoa(sid)+".log")
 	if b, err := os.ReadFile(logPath); err == nil {

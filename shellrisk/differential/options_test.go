@@ -1,0 +1,5 @@
+package differential
+
+import "testing"
+
+func optionSeeds(t testing.TB) []input { return nil }
