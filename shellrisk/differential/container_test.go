@@ -34,8 +34,9 @@ type entry struct {
 }
 
 type request struct {
-	ID  int    `json:"id"`
-	Cmd []byte `json:"cmd"`
+	ID     int      `json:"id"`
+	Cmd    []byte   `json:"cmd"`
+	Shells []string `json:"shells,omitempty"`
 }
 
 type result struct {
@@ -200,6 +201,12 @@ func startContainer(t testing.TB, cli *client.Client, spec containerSpec) *sandb
 // Run runs each command under every shell and returns, per command, the results in
 // the order of the sandbox's shells ([Shells] for the recorders' container).
 func (s *sandbox) Run(cmds [][]byte) ([][]result, error) {
+	return s.RunOn(cmds, nil)
+}
+
+// RunOn is Run with, for each command, the shells to run it under (all when nil); a
+// shell left out has a zero result.
+func (s *sandbox) RunOn(cmds [][]byte, shells [][]string) ([][]result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	base := s.nextID
@@ -207,7 +214,11 @@ func (s *sandbox) Run(cmds [][]byte) ([][]result, error) {
 	sendErr := make(chan error, 1)
 	go func() {
 		for i, c := range cmds {
-			if err := s.enc.Encode(request{ID: base + i, Cmd: c}); err != nil {
+			req := request{ID: base + i, Cmd: c}
+			if shells != nil {
+				req.Shells = shells[i]
+			}
+			if err := s.enc.Encode(req); err != nil {
 				sendErr <- fmt.Errorf("send to driver: %w", err)
 				return
 			}
@@ -219,7 +230,15 @@ func (s *sandbox) Run(cmds [][]byte) ([][]result, error) {
 	for i, sh := range s.shells {
 		order[sh] = i
 	}
-	for range len(cmds) * len(s.shells) {
+	want := 0
+	for i := range cmds {
+		if shells != nil && len(shells[i]) > 0 {
+			want += len(shells[i])
+		} else {
+			want += len(s.shells)
+		}
+	}
+	for range want {
 		select {
 		case r := <-s.results:
 			i := r.ID - base

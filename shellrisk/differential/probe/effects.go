@@ -21,8 +21,9 @@ import (
 // test mounts the host's /usr read-only — and the driver records what each run did to
 // files instead of which programs it started. Every run gets a copy of one scratch tree:
 //
-//	DIR/ws    the workspace and working directory: a git repository with two commits and
-//	          a few text files, all owned by the run's user
+//	DIR/ws    the workspace and working directory: a git repository with two commits on
+//	          main, a branch topic one commit ahead, text files and an awk and a sed
+//	          script that write beside the workspace, all owned by the run's user
 //	DIR/out   a directory outside the workspace the user may write, as a project's
 //	          sibling or /tmp is on a real machine
 //	DIR/home  $HOME, empty
@@ -248,6 +249,8 @@ func makeTemplate() error {
 		"ws/b.txt":      "alpha marker\nbeta changed\ngamma marker\n",
 		"ws/sub/c.txt":  "marker c\n",
 		"ws/prog.awk":   "{ print \"marker\", $0 }\n",
+		"ws/write.awk":  "BEGIN { print \"marker\" > \"../out/awk-script\" }\n",
+		"ws/write.sed":  "w ../out/sed-script\n",
 		"ws/README":     "marker readme\n",
 		"out/keep.txt":  "marker outside the workspace\n",
 		"home/.keep":    "",
@@ -269,6 +272,10 @@ func makeTemplate() error {
 		{"commit", "-q", "-m", "first marker"},
 		{"add", "b.txt", "prog.awk", "README"},
 		{"commit", "-q", "-m", "second marker"},
+		// topic has a commit main lacks: deleting it loses work.
+		{"checkout", "-q", "-b", "topic"},
+		{"commit", "-q", "--allow-empty", "-m", "topic marker"},
+		{"checkout", "-q", "main"},
 	} {
 		c := exec.Command("/usr/bin/git", args...)
 		c.Dir = ws

@@ -31,6 +31,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +56,8 @@ type Entry struct {
 type Request struct {
 	ID  int    `json:"id"`
 	Cmd []byte `json:"cmd"`
+	// Shells, when set, are the only shells to run the command under.
+	Shells []string `json:"shells,omitempty"`
 }
 
 // Result is what one shell did with one command.
@@ -228,6 +231,9 @@ func drive() int {
 			n := 0
 			for r := range reqs {
 				for _, sh := range shells {
+					if len(r.Shells) > 0 && !slices.Contains(r.Shells, sh.name) {
+						continue
+					}
 					n++
 					res := run(sh, r, fmt.Sprintf("/tmp/w/%d-%d", w, n), baseUID+w)
 					mu.Lock()
