@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -49,5 +51,48 @@ func TestDiffTrees(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("diffTrees =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestWatcher sees a file opened for writing and closed unchanged, which no walk can, and
+// nothing for one opened to read.
+func TestWatcher(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, name := range []string{"w", "r"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("marker\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tree, err := snapshot([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := newWatcher(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.close)
+	f, err := os.OpenFile(filepath.Join(dir, "w"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if b, err := os.ReadFile(filepath.Join(dir, "r")); err != nil || len(b) == 0 {
+		t.Fatal(err)
+	}
+	opened, err := w.drain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]bool{filepath.Join(dir, "w"): true}; !reflect.DeepEqual(opened, want) {
+		t.Errorf("drain = %v, want %v", opened, want)
+	}
+	after, err := snapshot([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := diffTrees(tree, after, opened); len(got) != 1 || got[0].Kind != "opened_for_writing" {
+		t.Errorf("diffTrees = %+v, want one opened_for_writing", got)
 	}
 }
