@@ -149,6 +149,7 @@ func effectsRootfs(probe string) ([]byte, error) {
 
 // misread is one way a verdict got a run's effects wrong.
 type misread struct {
+	Verdict shellrisk.Verdict
 	Shell   string
 	Why     string
 	Effects []effect
@@ -160,7 +161,7 @@ func judgeEffects(v shellrisk.Verdict, r result) *misread {
 		return nil
 	}
 	if v.Risk == shellrisk.RiskSafe && !v.FailedClosed() {
-		return &misread{Shell: r.Shell, Why: "safe, but changed files", Effects: r.Effects}
+		return &misread{Verdict: v, Shell: r.Shell, Why: "safe, but changed files", Effects: r.Effects}
 	}
 	if !v.OnlyWrites() {
 		return nil
@@ -174,7 +175,7 @@ func judgeEffects(v shellrisk.Verdict, r result) *misread {
 	if len(out) == 0 {
 		return nil
 	}
-	return &misread{Shell: r.Shell, Why: v.Risk.String() + " (workspace only), but changed files outside the workspace", Effects: out}
+	return &misread{Verdict: v, Shell: r.Shell, Why: v.Risk.String() + " (workspace only), but changed files outside the workspace", Effects: out}
 }
 
 // inside reports whether p is the workspace ws or under it.
@@ -304,7 +305,7 @@ func countNew(misreads []string, known map[string]bool) int {
 
 func misreadReport(cmd string, ms []*misread) string {
 	var b strings.Builder
-	v := shellrisk.Classify(cmd)
+	v := ms[0].Verdict
 	fmt.Fprintf(&b, "  command %s\n  verdict %s %v", strconv.Quote(cmd), v.Risk, v.Codes())
 	for _, m := range ms {
 		fmt.Fprintf(&b, "\n  %s: %s:", m.Shell, m.Why)
