@@ -168,8 +168,8 @@ func (tb *Table) expand(k int, value string, hasValue bool) []Given {
 type Style int
 
 const (
-	StyleLong   Style = iota // every Option by its full long name, --opt=value
-	StyleShort               // every Option by its short name where it has one, -o value
+	StyleLong   Style = iota // every option by its full long name, --opt=value
+	StyleShort               // every option by its short name where it has one, -o value
 	StyleRandom              // each a random spelling: prefixes, clusters, = or not, --
 )
 
