@@ -264,10 +264,18 @@ func makeTemplate() error {
 		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
 			return err
 		}
+		if err := os.Chtimes(full, templateTime, templateTime); err != nil {
+			return err
+		}
 	}
 	ws := filepath.Join(templateDir, "ws")
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main"},
+		// A copy keeps the files' sizes, modes and mtimes but not their inodes or ctimes:
+		// git is told to look only at the former, so that the copy's index is as fresh as
+		// the template's and no command that reads the work tree rewrites it.
+		{"config", "core.checkStat", "minimal"},
+		{"config", "core.trustctime", "false"},
 		{"add", "a.txt", "sub", ".gitignore"},
 		{"commit", "-q", "-m", "first marker"},
 		{"add", "b.txt", "prog.awk", "README"},
@@ -338,8 +346,11 @@ func copyTemplate(dir string, uid int) error {
 		if err := os.Chmod(dst, info.Mode().Perm()); err != nil {
 			return err
 		}
-		// Times in the past, so that the refreshed index is not racy (git re-checks, and
-		// rewrites, entries as new as the index itself on every read).
+		// The files' times as in the template; the index a day newer, so that no entry is
+		// racy (git re-checks, and rewrites, entries as new as the index itself).
+		if rel == filepath.Join("ws", ".git", "index") {
+			return os.Chtimes(dst, templateTime.Add(24*time.Hour), templateTime.Add(24*time.Hour))
+		}
 		return os.Chtimes(dst, templateTime, templateTime)
 	})
 }
@@ -408,16 +419,8 @@ type effectRecorder struct {
 	w      *watcher
 }
 
-// startEffects refreshes the copied repository's index as the run's user (its stat data
-// are the template's, and any git command that reads the work tree would otherwise
-// rewrite it, an effect of the copy, not of the command), then takes the tree before the
-// run and starts watching it.
-func startEffects(dir string, uid int) (*effectRecorder, error) {
-	c := exec.Command("/usr/bin/git", "update-index", "-q", "--refresh")
-	c.Dir = filepath.Join(dir, "ws")
-	c.Env = append([]string{"HOME=" + filepath.Join(dir, "home")}, append(env, gitEnv()...)...)
-	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}}
-	_ = c.Run() // exit 1 only says some file needed an update; it was updated
+// startEffects takes the tree before the run and starts watching it.
+func startEffects(dir string) (*effectRecorder, error) {
 	before, err := snapshot(effectRoots)
 	if err != nil {
 		return nil, err

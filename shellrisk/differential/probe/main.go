@@ -272,7 +272,7 @@ func run(sh shell, r Request, dir string, uid int) Result {
 	var rec *effectRecorder
 	if effectsMode {
 		var err error
-		if rec, err = startEffects(dir, uid); err != nil {
+		if rec, err = startEffects(dir); err != nil {
 			res.Error = err.Error()
 			return res
 		}
