@@ -3,6 +3,7 @@ package approval
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/approval/pending"
 	"github.com/airlock-dev/airlock/shellrisk"
+	"github.com/airlock-dev/airlock/tool"
 
 	"golang.org/x/term"
 )
@@ -28,13 +31,27 @@ type Approver interface {
 	Ask(ctx context.Context, p Prompt) (Answer, error)
 }
 
-// Prompt is what a person is shown.
+// Prompt is what a person is shown: everything that decides what the call will do.
 type Prompt struct {
 	CallID    string             `json:"call_id"`
 	SessionID string             `json:"session_id"`
 	Command   string             `json:"command"`
 	Risk      shellrisk.Risk     `json:"risk"`
 	Reasons   []shellrisk.Reason `json:"reasons"`
+	// Tool and Arguments are the call's, so that an answer given later can be matched to
+	// the same call and the call run again.
+	Tool      string          `json:"tool,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Fields are what the tool declares decides the call's effect (see [tool.Subject]).
+	Fields []tool.Field `json:"fields,omitempty"`
+	// Session says in words what an answer "for the session" covers.
+	Session string `json:"session,omitempty"`
+	// Preview is the call's effect, built through the tool's own road (a write's diff).
+	Preview string `json:"preview,omitempty"`
+	// Workdir is where the call runs, resolved by policy.
+	Workdir string `json:"workdir,omitempty"`
+	// Backend names the environment the call runs in.
+	Backend string `json:"backend,omitempty"`
 }
 
 // Choice is a person's answer.
@@ -137,11 +154,26 @@ func (t *TTYApprover) Ask(ctx context.Context, p Prompt) (Answer, error) {
 			drained = true
 		}
 	}
-	fmt.Fprintf(t.out, "\nairlock: approval needed for call %s\n  command: %s\n  risk:    %s\n", p.CallID, p.Command, p.Risk)
-	for _, r := range p.Reasons {
-		fmt.Fprintf(t.out, "  reason:  %s (%s) in %q\n", r.Code, r.Risk, r.Segment)
+	// Everything from the agent is escaped: its bytes never reach the terminal raw.
+	fmt.Fprintf(t.out, "\nairlock: approval needed for call %s\n", pending.Escape(p.CallID))
+	if len(p.Fields) == 0 {
+		fmt.Fprintf(t.out, "  command: %s\n", pending.Escape(p.Command))
 	}
-	fmt.Fprint(t.out, "Run it? [o]nce, [s]ession, [d]eny: ")
+	for _, f := range p.Fields {
+		fmt.Fprintf(t.out, "  %s: %s\n", pending.Escape(f.Name), pending.Escape(f.Value))
+	}
+	fmt.Fprintf(t.out, "  risk:    %s\n", p.Risk)
+	for _, r := range p.Reasons {
+		fmt.Fprintf(t.out, "  reason:  %s (%s) in %s\n", r.Code, r.Risk, pending.Quote(r.Segment))
+	}
+	if p.Preview != "" {
+		fmt.Fprintf(t.out, "%s\n", pending.EscapeText(p.Preview))
+	}
+	session := p.Session
+	if session == "" {
+		session = "this exact command again"
+	}
+	fmt.Fprintf(t.out, "  [s]ession runs %s\nRun it? [o]nce, [s]ession, [d]eny: ", session)
 
 	var timeout <-chan time.Time
 	if t.timeout > 0 {

@@ -64,6 +64,24 @@ type Request struct {
 	// OnWait is called just before the gate blocks on a person, so that the caller can
 	// write a receipt saying the call is waiting.
 	OnWait func()
+	// Key is what an approval for the session covers: a later call with the same Tool and
+	// Key is approved by it. Empty means the normalised command.
+	Key string
+	// Prompt is what a person is shown beyond the command and its verdict (the call's
+	// declared fields, what "for the session" covers); Preview, when set, builds the
+	// call's effect for them, only when a person is asked.
+	Prompt  Prompt
+	Preview func(ctx context.Context) (string, error)
+}
+
+// sessionKey is what the session cache remembers an approval of r under: a tool's own
+// calls never match another tool's.
+func (r Request) sessionKey() string {
+	k := r.Key
+	if k == "" {
+		k = shellrisk.Normalise(r.Command)
+	}
+	return r.Tool + "\x00" + k
 }
 
 // Decision is the gate's answer.
@@ -73,6 +91,9 @@ type Decision struct {
 	DecidedBy string            `json:"decided_by"`
 	Message   string            `json:"message"`
 	Verdict   shellrisk.Verdict `json:"verdict"`
+	// ApprovalID names the open question of a call that waits for a person
+	// (code approval_pending).
+	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 // Gate decides whether terminal calls may run. It is safe for concurrent use.
@@ -277,9 +298,9 @@ func (g *Gate) decide(ctx context.Context, r Request, v shellrisk.Verdict, log h
 		// the command and the user's files: that is not enough to run it unasked.
 		log.Debug("allow_write not applied", "why", "the backend enforces nothing: only safe commands run unasked")
 	}
-	norm := shellrisk.Normalise(r.Command)
+	norm := r.sessionKey()
 	if g.cfg.SessionCache && g.cached(r.SessionID, norm) {
-		return allow(CodeSessionApproved, "session_cache", "this exact command was approved earlier in the session"), nil
+		return allow(CodeSessionApproved, "session_cache", "approved for the session earlier: "+r.covers()), nil
 	}
 	if g.guard != nil {
 		if d, ok := g.askGuard(ctx, r, v, norm, log); ok {
@@ -326,11 +347,25 @@ func (g *Gate) askPerson(ctx context.Context, r Request, v shellrisk.Verdict, no
 	if r.OnWait != nil {
 		r.OnWait()
 	}
-	ans, err := g.approver.Ask(ctx, Prompt{CallID: r.CallID, SessionID: r.SessionID, Command: r.Command, Risk: v.Risk, Reasons: v.Reasons})
+	p := r.Prompt
+	p.CallID, p.SessionID, p.Command, p.Risk, p.Reasons = r.CallID, r.SessionID, r.Command, v.Risk, v.Reasons
+	p.Session = r.covers()
+	if r.Preview != nil {
+		pv, err := r.Preview(ctx)
+		if err != nil {
+			// A person never approves an effect nobody could show them.
+			log.Warn("approval preview failed", "error", err)
+			return deny(CodeApprovalRequired, by, "the call's effect could not be shown to a person: "+err.Error()), nil
+		}
+		p.Preview = pv
+	}
+	ans, err := g.approver.Ask(ctx, p)
 	var pe *PendingError
 	switch {
 	case errors.As(err, &pe):
-		return deny(CodeApprovalPending, by, pe.Error()), nil
+		d := deny(CodeApprovalPending, by, pe.Error())
+		d.ApprovalID = pe.ID
+		return d, nil
 	case errors.Is(err, ErrExpired):
 		return deny(CodeApprovalExpired, "approval:expired", "nobody answered the approval in time; the call did not run"), nil
 	case errors.Is(err, ErrNoApprover):
@@ -351,7 +386,7 @@ func (g *Gate) askPerson(ctx context.Context, r Request, v shellrisk.Verdict, no
 		return allow(CodeApprovedByPerson, who, "approved once"), nil
 	case Session:
 		g.personApproved(r.SessionID, norm)
-		return allow(CodeApprovedByPerson, who, "approved for this session"), nil
+		return allow(CodeApprovedByPerson, who, "approved for this session: "+r.covers()), nil
 	default:
 		msg := "denied"
 		if ans.Message != "" {
@@ -359,6 +394,14 @@ func (g *Gate) askPerson(ctx context.Context, r Request, v shellrisk.Verdict, no
 		}
 		return deny(CodeDeniedByPerson, who, msg), nil
 	}
+}
+
+// covers says in words what an approval of r for the session covers.
+func (r Request) covers() string {
+	if r.Prompt.Session != "" {
+		return r.Prompt.Session
+	}
+	return "this exact command again"
 }
 
 func (g *Gate) session(id string) *sessionState {

@@ -6,10 +6,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/concurrency"
 	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/shellrisk"
-	"github.com/airlock-dev/airlock/terminal"
 	"github.com/airlock-dev/airlock/tool"
 )
 
@@ -47,10 +47,25 @@ func (s *Step) Approve(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 		Scratch:  d.Scratch,
 		TempDir:  d.TempDir,
 	}
+	subj, err := req.Tool.SubjectOf(req.Args)
+	if err != nil {
+		return pipeline.Verdict{}, fmt.Errorf("approval: %w", err)
+	}
+	r.Key = subj.Key
+	r.Prompt = Prompt{Tool: req.Tool.Name, Arguments: req.Args, Fields: subj.Fields, Session: subj.Session, Backend: d.Kind, Workdir: d.Workspace}
+	for _, p := range req.Paths {
+		if p.Arg == "workdir" {
+			r.Prompt.Workdir = p.Resolved
+		}
+	}
+	if req.Tool.Preview != nil {
+		r.Preview = func(ctx context.Context) (string, error) {
+			return req.Tool.Preview(backend.WithCall(ctx, req.Call.ID), previewInvocation(req))
+		}
+	}
 	var dec Decision
-	var err error
 	if req.Tool.Name == s.CommandTool {
-		r.Command = terminal.Command(req.Args)
+		r.Command = subj.Command
 		dec, err = s.Gate.Decide(ctx, r)
 	} else {
 		r.Command, r.Tool = describeCall(req), req.Tool.Name
@@ -60,7 +75,7 @@ func (s *Step) Approve(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 	}
 	v := pipeline.Verdict{
 		Decision: pipeline.Deny, Code: dec.Code, DecidedBy: dec.DecidedBy, Message: dec.Message,
-		Risk: dec.Verdict.Risk.String(), Paths: req.Paths,
+		Risk: dec.Verdict.Risk.String(), Paths: req.Paths, ApprovalID: dec.ApprovalID,
 	}
 	if dec.Allow {
 		v.Decision = pipeline.Allow
@@ -86,6 +101,17 @@ func (s *Step) Scope(req *pipeline.Request) []concurrency.PathAccess {
 		return []concurrency.PathAccess{{Path: "/", Access: concurrency.Read}}
 	}
 	return []concurrency.PathAccess{{Path: "/", Access: concurrency.Write}}
+}
+
+// previewInvocation is what a tool's preview gets: the handler's invocation, with the paths
+// policy resolved and the environment the call will run in.
+func previewInvocation(req *pipeline.Request) *tool.Invocation {
+	inv := &tool.Invocation{CallID: req.Call.ID, SessionID: req.SessionID, Args: req.Args, Env: req.Env,
+		Paths: map[string]tool.ResolvedPath{}}
+	for _, rp := range req.Paths {
+		inv.Paths[rp.Arg] = rp
+	}
+	return inv
 }
 
 func riskOfTool(r tool.Risk) shellrisk.Risk {

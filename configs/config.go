@@ -415,6 +415,20 @@ func (c *Config) LedgerPath() string {
 // SessionsDir is where named sessions keep their state: beside the ledger.
 func (c *Config) SessionsDir() string { return filepath.Join(filepath.Dir(c.LedgerPath()), "sessions") }
 
+// OwnFiles are Airlock's own files, the one list every wall keeps the agent out of: the
+// configuration in use, the ledger, the sessions' state, the approvals store (beside the
+// ledger wherever it is configured) and the state directory. The path policy refuses them
+// to the file tools, the classifier judges a command that names them, the kernel sandbox
+// never grants them and doctor warns when one lies in the workspace. What the agent could
+// change there, it could use to approve its own calls or rewrite their record.
+func (c *Config) OwnFiles() []string {
+	own := []string{c.LedgerPath(), c.SessionsDir(), c.ApprovalsDir(), c.StateDir()}
+	if c.File != "" {
+		own = append(own, c.File)
+	}
+	return own
+}
+
 // StateDir is the workspace's directory in the user's state directory:
 // $XDG_STATE_HOME/airlock/<key>, or ~/.local/state/airlock/<key>, where key is the
 // workspace's base name and a hash of its resolved path. It lies outside the workspace, so a

@@ -83,16 +83,12 @@ func (e *Engine) approvalStep() *approval.Step {
 	return &approval.Step{Gate: e.gate, CommandTool: terminal.Name}
 }
 
-// protectedFiles are Airlock's own files — the config, the ledger, the session store — as
-// the environment sees them, symlinks resolved so that they compare with resolved paths. On
-// a backend that runs on the host they are host paths; in a container, the ones under a
-// mounted host directory are protected at their path inside; an SSH host does not see them.
+// protectedFiles are Airlock's own files ([configs.Config.OwnFiles]) as the environment
+// sees them, symlinks resolved so that they compare with resolved paths. On a backend that
+// runs on the host they are host paths; in a container, the ones under a mounted host
+// directory are protected at their path inside; an SSH host does not see them.
 func (e *Engine) protectedFiles() []string {
-	ledger := e.cfg.LedgerPath()
-	host := []string{ledger, e.cfg.SessionsDir()}
-	if e.cfg.File != "" {
-		host = append(host, e.cfg.File)
-	}
+	host := e.cfg.OwnFiles()
 	for i, p := range host {
 		host[i] = realPath(p)
 	}

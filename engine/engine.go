@@ -43,6 +43,9 @@ type options struct {
 	promote bool
 	// serveMetrics serves [metrics] when it names a listen address (metrics.go).
 	serveMetrics bool
+	// pendingTTL, when set, makes the runtime keep questions for a person in the
+	// approvals store (approvals.go).
+	pendingTTL time.Duration
 }
 
 // WithLogger sets the logger (default: none).
@@ -97,8 +100,12 @@ type Engine struct {
 	gate   *approval.Gate
 	ledger *receipt.Ledger
 	envs   *environments
+	// approvals keeps the questions for a person; nil unless [WithPendingApprovals].
+	approvals *approvals
 	// preHooks run in every session's pipeline after its own (stale_file).
 	preHooks []pipeline.PreHook
+	// checks run in every session's policy step after the path policy (the URL guard).
+	checks []pipeline.Policy
 	// jobs runs background jobs; nil when the jobs toolset is off.
 	jobs *jobs.Manager
 	// metrics counts calls and egress decisions, and metricsSrv serves them, when a
@@ -127,6 +134,9 @@ func New(ctx context.Context, cfg *configs.Config, opts ...Option) (*Engine, err
 			return nil, err
 		}
 	}
+	if o.pendingTTL > 0 && o.approver != nil {
+		return nil, errors.New("engine: WithApprover and WithPendingApprovals are exclusive")
+	}
 	e := &Engine{
 		cfg:      cfg,
 		log:      o.logger,
@@ -149,6 +159,15 @@ func New(ctx context.Context, cfg *configs.Config, opts ...Option) (*Engine, err
 		_ = e.envs.close(ctx)
 		e.stopMetrics(ctx)
 		return nil, fmt.Errorf("ledger.path: %w", err)
+	}
+	if o.pendingTTL > 0 {
+		if e.approvals, err = openApprovals(cfg.ApprovalsDir(), o.pendingTTL, e.log); err != nil {
+			_ = e.ledger.Close()
+			_ = e.envs.close(ctx)
+			e.stopMetrics(ctx)
+			return nil, fmt.Errorf("approvals: %w", err)
+		}
+		e.opts.approver = e.approvals
 	}
 	if err := e.assemble(); err != nil {
 		_ = e.ledger.Close()

@@ -60,16 +60,12 @@ func pathsPolicy(cfg *configs.Config) backend.PathPolicy {
 			hidden = append(hidden, d)
 		}
 	}
-	protected := []string{cfg.LedgerPath(), cfg.SessionsDir(), cfg.StateDir()}
-	if cfg.File != "" {
-		protected = append(protected, cfg.File)
-	}
 	return backend.PathPolicy{
 		ReadRoots:            append(roots(read), roots(write)...),
 		WriteRoots:           roots(write),
 		ConfiguredReadRoots:  read,
 		ConfiguredWriteRoots: write,
-		Protected:            protected,
+		Protected:            cfg.OwnFiles(),
 		Hidden:               func(rel string) bool { return pathpolicy.MatchName(hidden, rel) },
 	}
 }

@@ -73,7 +73,7 @@ func (e *Engine) openSession(ctx context.Context, id string, named bool) (*Sessi
 		Env:            env,
 		Ledger:         e.ledger,
 		Logger:         e.log,
-		Policy:         e.policy,
+		Policy:         policies{paths: e.policy, more: e.checks},
 		Approval:       e.approvalStep(),
 		StoreArguments: e.cfg.Ledger.StoreArguments,
 		MaxOutputChars: e.cfg.Tools.MaxOutputChars,
@@ -303,3 +303,28 @@ func (s *Session) removePending(callID string) {
 
 // Engine returns the engine the session belongs to.
 func (s *Session) Engine() *Engine { return s.e }
+
+// policies is a session's policy step: the path policy, then each further check (the URL
+// guard) on a call it allowed. A refusal keeps the paths the path policy resolved.
+type policies struct {
+	paths pipeline.Policy
+	more  []pipeline.Policy
+}
+
+func (p policies) Check(ctx context.Context, req *pipeline.Request) (pipeline.Verdict, error) {
+	v, err := p.paths.Check(ctx, req)
+	if err != nil || v.Decision != pipeline.Allow {
+		return v, err
+	}
+	for _, m := range p.more {
+		mv, err := m.Check(ctx, req)
+		if err != nil {
+			return mv, err
+		}
+		if mv.Decision != pipeline.Allow {
+			mv.Paths = v.Paths
+			return mv, nil
+		}
+	}
+	return v, nil
+}

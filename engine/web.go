@@ -7,8 +7,9 @@ import (
 )
 
 // assembleWeb adds the web toolset (web_fetch) when [network] grants some network: with
-// the default mode "none" it is not registered at all. Its URL guard also runs as a
-// pre-hook of every session's pipeline.
+// the default mode "none" it is not registered at all. Its URL guard also runs in every
+// session's policy step, after the path policy and before approval, so that no person is
+// asked about a fetch the guard refuses.
 func (e *Engine) assembleWeb() error {
 	if e.cfg.Network.Mode == urlguard.ModeNone || !e.enabled(webfetch.Toolset) {
 		return nil
@@ -31,6 +32,6 @@ func (e *Engine) assembleWeb() error {
 	if err := e.reg.Register(def); err != nil {
 		return err
 	}
-	e.preHooks = append(e.preHooks, &webfetch.Hook{Guard: g, OnDenied: onDenied})
+	e.checks = append(e.checks, &webfetch.Hook{Guard: g, OnDenied: onDenied})
 	return nil
 }

@@ -94,7 +94,8 @@ func Register(reg *tool.Registry, opts Options) error {
 			Description: "Create or replace a whole file with the given content, atomically (readers never see half a file). " +
 				"Missing parent directories are created. To change part of a file, use patch.",
 			InputSchema: json.RawMessage(writeInput), OutputSchema: json.RawMessage(writeOutput),
-			Paths: pathArg(tool.Write),
+			Paths: pathArg(tool.Write), Subject: writeSubject,
+			Preview: func(ctx context.Context, inv *tool.Invocation) (string, error) { return previewWrite(ctx, inv, opts) },
 			Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
 				return writeFile(ctx, inv, opts)
 			},
@@ -104,7 +105,8 @@ func Register(reg *tool.Registry, opts Options) error {
 			Description: "Replace an exact piece of text in a file. old_string must match exactly once (including whitespace) unless " +
 				"replace_all is true; otherwise the call fails and lists the lines where candidates are. Returns a unified diff.",
 			InputSchema: json.RawMessage(patchInput), OutputSchema: json.RawMessage(patchOutput),
-			Paths: pathArg(tool.Write),
+			Paths: pathArg(tool.Write), Subject: patchSubject,
+			Preview: func(ctx context.Context, inv *tool.Invocation) (string, error) { return previewPatch(ctx, inv, opts) },
 			Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
 				return patchFile(ctx, inv, opts)
 			},

@@ -8,7 +8,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/airlock-dev/airlock/approval/pending"
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/mcpserver"
 	"github.com/airlock-dev/airlock/pipeline"
@@ -43,10 +42,6 @@ func BenchmarkMCPLayer(b *testing.B) {
 		Handler: func(context.Context, *tool.Invocation) (*tool.Output, error) { return nil, nil }}); err != nil {
 		b.Fatal(err)
 	}
-	store, err := pending.Open(b.TempDir() + "/approvals")
-	if err != nil {
-		b.Fatal(err)
-	}
 	sess := echoSession{env: nopEnv{}}
 	b.Run("direct", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
@@ -64,7 +59,7 @@ func BenchmarkMCPLayer(b *testing.B) {
 		benchCalls(b, func(ctx context.Context, t mcp.Transport) { _ = srv.Run(ctx, t) })
 	})
 	b.Run("mcp_pipe", func(b *testing.B) {
-		srv, err := mcpserver.New(context.Background(), mcpserver.Options{Registry: reg, Session: sess, Approver: mcpserver.NewApprover(store, mcpserver.ApproverOptions{})})
+		srv, err := mcpserver.New(context.Background(), mcpserver.Options{Registry: reg, Session: sess})
 		if err != nil {
 			b.Fatal(err)
 		}

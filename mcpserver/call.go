@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/airlock-dev/airlock/approval/pending"
 	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/receipt"
 	"github.com/airlock-dev/airlock/tool"
@@ -81,7 +79,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 
 // run takes one call through the runtime and turns its result into MCP's.
 func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ci *callInfo) *mcp.CallToolResult {
-	ctx = withCallInfo(ctx, ci)
+	ctx = s.asking(withCallInfo(ctx, ci), ci)
 	if tok := req.Params.GetProgressToken(); tok != nil {
 		pw := newProgress(ctx, req.Session, tok)
 		defer pw.stop()
@@ -99,7 +97,7 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ci *callInfo
 				RequestState:  rec.ID,
 			}
 		}
-		return pendingResult(res, ci.pendingID())
+		return pendingResult(res, res.ApprovalID)
 	}
 	return toMCP(res)
 }
@@ -156,48 +154,6 @@ func pendingResult(res pipeline.Result, id string) *mcp.CallToolResult {
 		"a person answers with: airlock approvals approve %s (or deny %s --message TEXT)", ApprovalWaitTool, id, id, id)
 	text := fmt.Sprintf("approval_pending: this call has not run; it waits for a person's approval (approval %s).\n%s\n", id, st.Next)
 	return result(text, st, true)
-}
-
-// approvalWait waits for an approval's answer and then runs its call through the whole road
-// again: the approver finds the answer and the receipt records who gave it.
-func (s *Server) approvalWait(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var a struct {
-		ID      string   `json:"approval_id"`
-		Timeout *float64 `json:"timeout"`
-	}
-	if err := json.Unmarshal(req.Params.Arguments, &a); err != nil || a.ID == "" {
-		return refusal("input_validation_failed", "arguments: approval_id (string) is required", true), nil
-	}
-	store := s.opts.Approver.store
-	rec, err := store.Get(a.ID)
-	if err != nil || rec.SessionID != s.opts.Session.ID() {
-		return refusal("approval_not_found", fmt.Sprintf("no approval %q in this session", a.ID), true), nil
-	}
-	if rec.Consumed {
-		return refusal("approval_used", fmt.Sprintf("approval %s was already applied to a call; its result was returned then", a.ID), false), nil
-	}
-	wait := s.opts.ApprovalWaitMax
-	if a.Timeout != nil {
-		wait = min(wait, time.Duration(*a.Timeout*float64(time.Second)))
-	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
-	rec, err = store.Wait(wctx, a.ID, 100*time.Millisecond)
-	cancel()
-	if ctx.Err() != nil {
-		return refusal("cancelled", "the wait was cancelled; the approval is still open", true), nil
-	}
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return refusal("approval_error", err.Error(), true), nil
-	}
-	if rec.State == pending.Pending {
-		st := Structured{Status: StatusApprovalPending, ApprovalID: rec.ID, Retryable: true,
-			Next: fmt.Sprintf("still unanswered; call %s again", ApprovalWaitTool)}
-		return result(fmt.Sprintf("approval_pending: approval %s is still unanswered (expires %s); call %s again.\n",
-			rec.ID, rec.ExpiresAt.Format(time.RFC3339), ApprovalWaitTool), st, true), nil
-	}
-	ci := s.newCallInfo(req, rec.Tool, rec.Arguments)
-	ci.noElicit = true // the person has answered: never ask again for this run
-	return s.run(ctx, req, ci), nil
 }
 
 // clientCallIDKeys are the _meta keys under which clients send their own id for a call:
@@ -304,6 +260,3 @@ func (p *progress) flush() {
 func (p *progress) stop() {
 	p.once.Do(func() { close(p.done) })
 }
-
-// receiptOf is the receipt package's hash helper, named here for the approver.
-var hashArgs = receipt.HashArguments

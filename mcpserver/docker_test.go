@@ -25,20 +25,19 @@ func TestProgressNotificationsOnDocker(t *testing.T) {
 	toml, _ := dockertest.Config(t, "mcp", 60, "", "")
 	cfg, err := configs.Parse([]byte(toml+"[ledger]\npath = \"state/receipts.jsonl\"\n"), dir)
 	must(t, err)
-	store, err := pending.Open(cfg.ApprovalsDir())
-	must(t, err)
-	ap := mcpserver.NewApprover(store, mcpserver.ApproverOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	eng, err := engine.New(ctx, cfg, engine.WithApprover(ap), engine.WithSessionTTL(-1), engine.WithEphemeralSessions())
+	eng, err := engine.New(ctx, cfg, engine.WithPendingApprovals(0), engine.WithSessionTTL(-1), engine.WithEphemeralSessions())
 	if eng != nil {
 		t.Cleanup(func() { _ = eng.Close(context.Background()) })
 	}
 	must(t, err)
 	sess, err := eng.Session(ctx, "s1")
 	must(t, err)
-	srv, err := mcpserver.New(ctx, mcpserver.Options{Registry: eng.Registry(), Session: sess, Approver: ap,
+	srv, err := mcpserver.New(ctx, mcpserver.Options{Registry: eng.Registry(), Session: sess,
 		ApprovalWaitMax: 10 * time.Second, Toolsets: cfg.Tools.Enabled, AllowedTools: cfg.Policy.AllowedTools})
+	must(t, err)
+	store, err := pending.Open(cfg.ApprovalsDir())
 	must(t, err)
 	f := &fixture{ws: cfg.WorkspaceDir(), ledger: cfg.LedgerPath(), store: store, srv: srv}
 

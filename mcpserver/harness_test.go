@@ -46,10 +46,7 @@ timeout = 60
 path = "state/receipts.jsonl"
 `+jobsTable(fo.config)+fo.config), dir)
 	must(t, err)
-	store, err := pending.Open(cfg.ApprovalsDir())
-	must(t, err)
-	ap := mcpserver.NewApprover(store, mcpserver.ApproverOptions{TTL: fo.ttl, ElicitWait: fo.elicitWait})
-	eng, err := engine.New(context.Background(), cfg, engine.WithApprover(ap), engine.WithSessionTTL(-1), engine.WithEphemeralSessions(), engine.WithJobPromotion())
+	eng, err := engine.New(context.Background(), cfg, engine.WithPendingApprovals(fo.ttl), engine.WithSessionTTL(-1), engine.WithEphemeralSessions(), engine.WithJobPromotion())
 	t.Cleanup(func() {
 		if eng != nil {
 			_ = eng.Close(context.Background())
@@ -59,9 +56,12 @@ path = "state/receipts.jsonl"
 	sess, err := eng.Session(context.Background(), "s1")
 	must(t, err)
 	srv, err := mcpserver.New(context.Background(), mcpserver.Options{
-		Registry: eng.Registry(), Session: sess, Approver: ap, ApprovalWaitMax: 10 * time.Second,
+		Registry: eng.Registry(), Session: sess, ElicitWait: fo.elicitWait, ApprovalWaitMax: 10 * time.Second,
 		Toolsets: cfg.Tools.Enabled, AllowedTools: cfg.Policy.AllowedTools,
 	})
+	must(t, err)
+	// The store as `airlock approvals` opens it, from another process.
+	store, err := pending.Open(cfg.ApprovalsDir())
 	must(t, err)
 	return &fixture{ws: cfg.WorkspaceDir(), ledger: cfg.LedgerPath(), store: store, srv: srv}
 }

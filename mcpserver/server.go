@@ -10,6 +10,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlock-dev/airlock/approval"
+	"github.com/airlock-dev/airlock/approval/pending"
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/tool"
@@ -22,13 +24,26 @@ type Session interface {
 	Environment() backend.Environment
 }
 
-// Options configure a [Server]. Registry, Session and Approver are required.
+// Approvals is what a session whose runtime waits for a person offers the server, which
+// only asks (elicitation) and waits; *engine.Session implements it. A session without it
+// has no approval_wait.
+type Approvals interface {
+	// AwaitApproval waits for an answer to one of the session's approvals and returns its
+	// call to run again, or the result to give instead.
+	AwaitApproval(ctx context.Context, id string, wait time.Duration) (pipeline.Call, *pipeline.Result)
+	// AnswerApproval records an answer the client gave on its own turn.
+	AnswerApproval(id string, c pipeline.Call, a approval.Answer) error
+	// Approval returns one of the session's approvals.
+	Approval(id string) (pending.Record, error)
+}
+
+// Options configure a [Server]. Registry and Session are required.
 type Options struct {
 	Registry *tool.Registry
 	Session  Session
-	// Approver is the one the runtime asks when a person must decide; the server gives it
-	// each call's MCP request.
-	Approver *Approver
+	// ElicitWait is how long a call waits for an answer through elicitation/create before
+	// returning approval_pending; zero means 40 s, below the clients' 60 s tool timeout.
+	ElicitWait time.Duration
 	// Toolsets are the enabled toolsets ([tools] enabled); nil enables every one.
 	Toolsets []string
 	// AllowedTools, when not empty, is the only tools listed ([policy] allowed_tools).
@@ -62,11 +77,12 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, errors.New("mcp server: registry is required")
 	case opts.Session == nil:
 		return nil, errors.New("mcp server: session is required")
-	case opts.Approver == nil:
-		return nil, errors.New("mcp server: approver is required")
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.ElicitWait <= 0 {
+		opts.ElicitWait = 40 * time.Second
 	}
 	if opts.ApprovalWaitMax <= 0 {
 		opts.ApprovalWaitMax = 45 * time.Second

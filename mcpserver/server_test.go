@@ -392,7 +392,7 @@ func TestElicitationShowsWriteDiff(t *testing.T) {
 	if r.err || r.status() != "ok" {
 		t.Fatalf("write: %+v", r)
 	}
-	for _, want := range []string{"--- notes.txt", " keep", "-old line", "+new line", "risk:    write", "backend: local"} {
+	for _, want := range []string{"--- a/notes.txt", " keep", "-old line", "+new line", "risk:     write", "backend:  local"} {
 		if !strings.Contains(shown, want) {
 			t.Fatalf("person was shown %q, missing %q", shown, want)
 		}

@@ -34,6 +34,9 @@ type Verdict struct {
 	// Paths are the resolved paths, in the order of the call's PathRefs. Policy fills them;
 	// the handler and the scheduler use them.
 	Paths []tool.ResolvedPath
+	// ApprovalID names the open question of a call that waits for a person (code
+	// approval_pending): the same call again, or an answer to it, finds it.
+	ApprovalID string
 }
 
 // Request is what policy and approval see of a call: its validated arguments, the tool's

@@ -519,6 +519,7 @@ func (p *Pipeline) refuse(f *flight, v Verdict, status Status) {
 	}
 	r := p.finish(f, status, v.Code, msg, receipt.NotExecuted)
 	r.Retryable = v.Retryable
+	r.ApprovalID = v.ApprovalID
 	if len(v.Paths) > 0 {
 		f.rec.Paths = resolvedNames(v.Paths)
 	}

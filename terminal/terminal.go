@@ -105,6 +105,7 @@ func Definition(opts Options) tool.Definition {
 		ParallelSafe: true,
 		Output:       tool.OutputPolicy{MaxChars: opts.MaxOutputChars, Mode: tool.HeadTail},
 		Paths:        paths,
+		Subject:      subject,
 		CallTimeout:  func(raw json.RawMessage, def time.Duration) time.Duration { return callTimeout(raw, def, opts) },
 		Handler:      func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) { return run(ctx, inv, opts) },
 		Toolset:      Toolset,
@@ -122,6 +123,33 @@ func paths(raw json.RawMessage) ([]tool.PathRef, error) {
 		return nil, nil
 	}
 	return []tool.PathRef{{Arg: "workdir", Path: a.Workdir, Access: tool.Read}}, nil
+}
+
+// subject is what a person approves of a command: the command and the directory it runs
+// in. An approval for the session covers that exact command text run there again, with any
+// timeout, in the foreground or as a job.
+func subject(raw json.RawMessage) (tool.Subject, error) {
+	var a Args
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return tool.Subject{}, fmt.Errorf("terminal: arguments: %w", err)
+	}
+	dir := a.Workdir
+	if dir == "" {
+		dir = "."
+	}
+	s := tool.Subject{
+		Command: a.Command,
+		Fields:  []tool.Field{{Name: "command", Value: a.Command}, {Name: "workdir", Value: dir}},
+		Key:     dir + "\x00" + a.Command,
+		Session: "this exact command, run again in the same directory",
+	}
+	if a.Background {
+		s.Fields = append(s.Fields, tool.Field{Name: "background", Value: "true"})
+	}
+	if a.Timeout != nil {
+		s.Fields = append(s.Fields, tool.Field{Name: "timeout", Value: fmt.Sprintf("%gs", *a.Timeout)})
+	}
+	return s, nil
 }
 
 // callTimeout is the call's own timeout where it sets one, else def, capped at MaxTimeout.

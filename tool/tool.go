@@ -97,7 +97,14 @@ type Definition struct {
 	CallTimeout func(args json.RawMessage, def time.Duration) time.Duration
 	// Paths lists the paths a call touches, from its validated arguments. Nil for tools that
 	// name no paths.
-	Paths   func(args json.RawMessage) ([]PathRef, error)
+	Paths func(args json.RawMessage) ([]PathRef, error)
+	// Subject says what a person approves of a call, from its validated arguments (see
+	// [Subject]); nil shows every argument and lets "for the session" cover the same
+	// arguments only.
+	Subject func(args json.RawMessage) (Subject, error)
+	// Preview shows a person the call's effect before it runs (a write's diff); nil for a
+	// tool whose arguments say it all.
+	Preview Preview
 	Handler Handler
 	// Toolset is the group the tool is enabled with ([tools] enabled): "files", "terminal",
 	// "jobs", "web". Empty means the tool is always listed.

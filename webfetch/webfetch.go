@@ -148,6 +148,7 @@ func Definition(o Options) (tool.Definition, error) {
 		Toolset:      Toolset,
 		ParallelSafe: true,
 		Timeout:      HardMaxTimeout + 5*time.Second,
+		Subject:      subject,
 		Handler:      f.handle,
 	}, nil
 }

@@ -48,7 +48,7 @@ type Scope string
 // Scopes.
 const (
 	Once    Scope = "once"    // this call
-	Session Scope = "session" // this exact command for the rest of the session
+	Session Scope = "session" // what the record's SessionCovers says, for the rest of the session
 )
 
 // Sentinel errors.
@@ -67,13 +67,19 @@ type Record struct {
 	// Arguments are the call's, so that the call can be run again once approved.
 	Arguments       json.RawMessage `json:"arguments"`
 	ArgumentsSHA256 string          `json:"arguments_sha256"`
-	// What the person is shown.
-	Summary string   `json:"summary"`
-	Workdir string   `json:"workdir,omitempty"`
-	Backend string   `json:"backend"`
-	Risk    string   `json:"risk"`
-	Reasons []string `json:"reasons,omitempty"`
-	Diff    string   `json:"diff,omitempty"`
+	// What the person is shown ([Record.Text]). Summary is one line for a list; Fields are
+	// what the tool declares decides the call's effect (for a fetch the method and full
+	// URL, for a tool that declares nothing every argument); Preview is its effect (a
+	// write's whole diff); SessionCovers says in words what an approval for the session
+	// covers.
+	Summary       string   `json:"summary"`
+	Fields        []Field  `json:"fields,omitempty"`
+	Workdir       string   `json:"workdir,omitempty"`
+	Backend       string   `json:"backend"`
+	Risk          string   `json:"risk"`
+	Reasons       []string `json:"reasons,omitempty"`
+	Preview       string   `json:"preview,omitempty"`
+	SessionCovers string   `json:"session_covers,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
@@ -86,6 +92,12 @@ type Record struct {
 	Message   string     `json:"message,omitempty"`
 	// Consumed is set once the answer was applied to a call.
 	Consumed bool `json:"consumed,omitempty"`
+}
+
+// Field is one labelled value of what a call will do.
+type Field struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // Effective returns the record's state at now: a pending record past its expiry is

@@ -108,7 +108,7 @@ func runDoctor(args []string, s stdio) int {
 		r.Warnings = append(r.Warnings, "nothing but the classifier's reading of the command text holds shell commands to the roots: only commands judged safe run without a person")
 	}
 	ws := cfg.WorkspaceDir()
-	for _, p := range []string{cfg.File, cfg.LedgerPath()} {
+	for _, p := range cfg.OwnFiles() {
 		if p != "" && d.Kind == "local" && within(ws, p) {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%s lies in the workspace: the sandbox keeps it out, but nothing new can be created directly in %s; move it out of the workspace", p, filepath.Dir(p)))
 		}

@@ -9,11 +9,9 @@ import (
 	"os/signal"
 	"syscall"
 	"text/tabwriter"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/airlock-dev/airlock/approval/pending"
 	"github.com/airlock-dev/airlock/configs"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/mcpserver"
@@ -44,19 +42,9 @@ func runMCP(args []string, s stdio) int {
 	if err != nil {
 		return fail(s, err)
 	}
-	store, err := pending.Open(cfg.ApprovalsDir())
-	if err != nil {
-		return fail(s, err)
-	}
-	if err := store.Sweep(24 * time.Hour); err != nil {
-		log.Warn("approvals sweep failed", "error", err)
-	}
-	ap := mcpserver.NewApprover(store, mcpserver.ApproverOptions{
-		TTL: cfg.MCP.ApprovalTTL.D(), ElicitWait: cfg.MCP.ElicitationWait.D(), Logger: log,
-	})
 	// The session lives as long as the client's connection: it is not reaped while idle,
 	// since its background jobs would die with it.
-	eng, err := engine.New(ctx, cfg, engine.WithLogger(log), engine.WithApprover(ap), engine.WithSessionTTL(-1), engine.WithJobPromotion(), engine.WithMetricsEndpoint())
+	eng, err := engine.New(ctx, cfg, engine.WithLogger(log), engine.WithPendingApprovals(cfg.MCP.ApprovalTTL.D()), engine.WithSessionTTL(-1), engine.WithJobPromotion(), engine.WithMetricsEndpoint())
 	if err != nil {
 		return fail(s, err)
 	}
@@ -70,7 +58,7 @@ func runMCP(args []string, s stdio) int {
 		return fail(s, err)
 	}
 	srv, err := mcpserver.New(ctx, mcpserver.Options{
-		Registry: eng.Registry(), Session: sess, Approver: ap,
+		Registry: eng.Registry(), Session: sess, ElicitWait: cfg.MCP.ElicitationWait.D(),
 		Toolsets: cfg.Tools.Enabled, AllowedTools: cfg.Policy.AllowedTools,
 		ApprovalWaitMax: cfg.MCP.ApprovalWaitMax.D(), Logger: log, Version: version, NoElicitation: !elicit,
 	})
@@ -80,7 +68,7 @@ func runMCP(args []string, s stdio) int {
 	if check {
 		return printCheck(s.out, mcpserver.Check(ctx, eng.Registry(), sess.Environment(), cfg.Tools.Enabled, cfg.Policy.AllowedTools), sess, asJSON)
 	}
-	log.Info("mcp server ready", "session_id", sess.ID(), "tools", len(srv.Listed()), "approvals", store.Dir())
+	log.Info("mcp server ready", "session_id", sess.ID(), "tools", len(srv.Listed()), "approvals", cfg.ApprovalsDir())
 	if err := srv.Run(ctx, &mcp.IOTransport{Reader: readCloser(s.in), Writer: writeCloser(s.out)}); err != nil && ctx.Err() == nil {
 		log.Debug("mcp session ended", "error", err)
 	}
