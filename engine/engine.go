@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 	"time"
@@ -150,24 +151,31 @@ func New(ctx context.Context, cfg *configs.Config, opts ...Option) (*Engine, err
 	if err := e.startMetrics(); err != nil {
 		return nil, err
 	}
+	// Airlock's own files exist before the environment opens: a kernel sandbox keeps out
+	// the protected paths it finds at start (and what appears in the directories holding
+	// them), so a store created after it would be open to the agent's commands.
 	var err error
-	if e.envs, err = openEnvironments(ctx, cfg, e.log, e.metrics); err != nil {
-		e.stopMetrics(ctx)
-		return nil, fmt.Errorf("environment: %w", err)
-	}
 	if e.ledger, err = receipt.Open(cfg.LedgerPath()); err != nil {
-		_ = e.envs.close(ctx)
 		e.stopMetrics(ctx)
 		return nil, fmt.Errorf("ledger.path: %w", err)
+	}
+	if err := os.MkdirAll(cfg.SessionsDir(), 0o700); err != nil {
+		_ = e.ledger.Close()
+		e.stopMetrics(ctx)
+		return nil, fmt.Errorf("sessions: %w", err)
 	}
 	if o.pendingTTL > 0 {
 		if e.approvals, err = openApprovals(cfg.ApprovalsDir(), o.pendingTTL, e.log); err != nil {
 			_ = e.ledger.Close()
-			_ = e.envs.close(ctx)
 			e.stopMetrics(ctx)
 			return nil, fmt.Errorf("approvals: %w", err)
 		}
 		e.opts.approver = e.approvals
+	}
+	if e.envs, err = openEnvironments(ctx, cfg, e.log, e.metrics); err != nil {
+		_ = e.ledger.Close()
+		e.stopMetrics(ctx)
+		return nil, fmt.Errorf("environment: %w", err)
 	}
 	if err := e.assemble(); err != nil {
 		_ = e.ledger.Close()

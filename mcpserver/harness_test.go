@@ -28,6 +28,9 @@ type fixtureOpts struct {
 	elicitWait time.Duration
 	// config is added to the fixture's airlock.toml.
 	config string
+	// ledger is ledger.path, relative to the fixture's directory (the workspace is "ws");
+	// empty means state/receipts.jsonl, outside the workspace.
+	ledger string
 }
 
 // newFixture builds the server the way `airlock mcp` does: the runtime from a config (local
@@ -38,12 +41,15 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	must(t, os.MkdirAll(ws, 0o755))
+	if fo.ledger == "" {
+		fo.ledger = "state/receipts.jsonl"
+	}
 	cfg, err := configs.Parse([]byte(`[environment]
 type = "local"
 workspace = "ws"
 timeout = 60
 [ledger]
-path = "state/receipts.jsonl"
+path = "`+fo.ledger+`"
 `+jobsTable(fo.config)+fo.config), dir)
 	must(t, err)
 	eng, err := engine.New(context.Background(), cfg, engine.WithPendingApprovals(fo.ttl), engine.WithSessionTTL(-1), engine.WithEphemeralSessions(), engine.WithJobPromotion())

@@ -15,14 +15,14 @@ import (
 // the client shows. A text that needs no escaping is shown as it is; one that does is shown
 // Go-quoted, so that "\x1b" written by the agent and a real escape byte never look alike.
 
-// Escape renders s on one line for a person: as it is when every character is graphic and
-// it does not start with a double quote, else Go-quoted with every non-graphic character
-// (newlines included) escaped.
+// Escape renders s on one line for a person: as it is when every character prints as
+// itself (no control, format or bidi character, no space but ' ', valid UTF-8) and it does
+// not start with a double quote, else Go-quoted. It quotes as `airlock receipts show` does.
 func Escape(s string) string {
 	if plain(s) {
 		return s
 	}
-	return strconv.QuoteToGraphic(s)
+	return strconv.Quote(s)
 }
 
 // EscapeText renders a text of many lines (a diff, a script) line by line, each as [Escape]
@@ -36,14 +36,14 @@ func EscapeText(s string) string {
 }
 
 // Quote renders s Go-quoted, always: for a fragment shown inside a sentence.
-func Quote(s string) string { return strconv.QuoteToGraphic(s) }
+func Quote(s string) string { return strconv.Quote(s) }
 
 func plain(s string) bool {
 	if strings.HasPrefix(s, `"`) || !utf8.ValidString(s) {
 		return false
 	}
 	for _, r := range s {
-		if !unicode.IsGraphic(r) {
+		if !unicode.IsPrint(r) || unicode.Is(unicode.Cf, r) {
 			return false
 		}
 	}

@@ -3,10 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf16"
 
 	"github.com/airlock-dev/airlock/approval/pending"
 	"github.com/airlock-dev/airlock/configs"
@@ -16,7 +19,7 @@ func init() {
 	register(command{name: "approvals", summary: "list, approve or deny calls waiting for a person (from another terminal)", run: runApprovals})
 }
 
-const approvalsUsage = "approvals list [--all] [--json] | show ID | approve ID [--scope once|session] | deny ID [--message TEXT]  [--config FILE]"
+const approvalsUsage = "approvals list [--all] [--json] | show ID [--json] | approve ID [--scope once|session] | deny ID [--message TEXT]  [--config FILE]"
 
 func runApprovals(args []string, s stdio) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -37,8 +40,9 @@ func runApprovals(args []string, s stdio) int {
 		fs.BoolVar(&all, "all", false, "also answered, expired and used approvals")
 		fs.BoolVar(&asJSON, "json", false, "print JSON")
 	case "show":
+		fs.BoolVar(&asJSON, "json", false, "print JSON")
 	case "approve":
-		fs.StringVar(&scope, "scope", "once", "once: this call; session: this exact command for the rest of the session")
+		fs.StringVar(&scope, "scope", "once", "once: this call; session: also what the approval's \"for the session\" line says (airlock approvals show ID), for the rest of the session")
 	case "deny":
 		fs.StringVar(&message, "message", "", "said to the agent with the denial")
 	default:
@@ -78,12 +82,10 @@ func runApprovals(args []string, s stdio) int {
 			return fail(s, err)
 		}
 		if asJSON {
-			enc := json.NewEncoder(s.out)
-			enc.SetIndent("", "  ")
 			if recs == nil {
 				recs = []pending.Record{}
 			}
-			_ = enc.Encode(recs)
+			printJSON(s.out, recs)
 			return 0
 		}
 		if len(recs) == 0 {
@@ -93,7 +95,7 @@ func runApprovals(args []string, s stdio) int {
 		tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSTATE\tTOOL\tRISK\tEXPIRES\tCALL")
 		for _, r := range recs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, state(r), r.Tool, r.Risk,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, state(r), pending.Escape(r.Tool), pending.Escape(r.Risk),
 				time.Until(r.ExpiresAt).Round(time.Second), oneLine(r.Summary, 80))
 		}
 		_ = tw.Flush()
@@ -103,9 +105,15 @@ func runApprovals(args []string, s stdio) int {
 		if err != nil {
 			return fail(s, err)
 		}
-		enc := json.NewEncoder(s.out)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(r)
+		if asJSON {
+			printJSON(s.out, r)
+			return 0
+		}
+		fmt.Fprintf(s.out, "%sstate: %s", r.Text(), state(r))
+		if r.DecidedBy != "" {
+			fmt.Fprintf(s.out, " by %s", pending.Escape(r.DecidedBy))
+		}
+		fmt.Fprintln(s.out)
 		return 0
 	}
 	r, err := store.Decide(id, verb == "approve", pending.Scope(scope), "cli", message)
@@ -116,7 +124,10 @@ func runApprovals(args []string, s stdio) int {
 	if r.Scope != "" {
 		fmt.Fprintf(s.out, " (%s)", r.Scope)
 	}
-	fmt.Fprintf(s.out, ": %s %s\n", r.Tool, oneLine(r.Summary, 80))
+	fmt.Fprintf(s.out, ": %s %s\n", pending.Escape(r.Tool), oneLine(r.Summary, 80))
+	if r.Scope == pending.Session {
+		fmt.Fprintf(s.out, "for the rest of the session this also runs without asking: %s\n", pending.Escape(r.SessionCovers))
+	}
 	return 0
 }
 
@@ -127,10 +138,31 @@ func state(r pending.Record) string {
 	return string(r.State)
 }
 
+// oneLine shortens an agent's text to n characters for a table row, escaped: its line
+// breaks and escape sequences never reach the terminal raw.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = s[:n-1] + "…"
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n-1]) + "…"
 	}
-	return s
+	return pending.Escape(s)
+}
+
+// printJSON prints v as indented JSON with every character a terminal could act on
+// escaped: encoding/json leaves DEL, the C1 controls and bidi overrides raw.
+func printJSON(w io.Writer, v any) {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	var out strings.Builder
+	for _, r := range string(b) {
+		if r >= 0x7f && (!unicode.IsPrint(r) || unicode.Is(unicode.Cf, r)) {
+			if r > 0xffff {
+				r1, r2 := utf16.EncodeRune(r)
+				fmt.Fprintf(&out, `\u%04x\u%04x`, r1, r2)
+				continue
+			}
+			fmt.Fprintf(&out, `\u%04x`, r)
+			continue
+		}
+		out.WriteRune(r)
+	}
+	fmt.Fprintln(w, out.String())
 }
