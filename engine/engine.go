@@ -159,7 +159,7 @@ func New(ctx context.Context, cfg *configs.Config, opts ...Option) (*Engine, err
 		e.stopMetrics(ctx)
 		return nil, fmt.Errorf("ledger.path: %w", err)
 	}
-	if err := os.MkdirAll(cfg.SessionsDir(), 0o700); err != nil {
+	if err := mkSessionsDir(cfg.SessionsDir(), o.ephemeral); err != nil {
 		_ = e.ledger.Close()
 		e.stopMetrics(ctx)
 		return nil, fmt.Errorf("sessions: %w", err)
@@ -188,6 +188,14 @@ func New(ctx context.Context, cfg *configs.Config, opts ...Option) (*Engine, err
 		go e.reap()
 	}
 	return e, nil
+}
+
+// mkSessionsDir makes the directory named sessions keep their state in, unless none is kept.
+func mkSessionsDir(dir string, ephemeral bool) error {
+	if ephemeral {
+		return nil
+	}
+	return os.MkdirAll(dir, 0o700)
 }
 
 // Config returns the configuration the engine was built from.
