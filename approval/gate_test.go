@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -605,5 +606,36 @@ func TestGateScratch(t *testing.T) {
 		if d.Allow != tc.allow {
 			t.Errorf("%q (scratch %v): allow %v (%s %v), want %v", tc.cmd, r.Scratch, d.Allow, d.Verdict.Risk, d.Verdict.Codes(), tc.allow)
 		}
+	}
+}
+
+// An approval for the session covers what the request's key says and nothing more: the
+// same tool with the same key runs unasked, another key of the same tool (another URL,
+// other content to the same path) asks again, and no key of one tool covers another tool.
+func TestSessionApprovalCoversItsKeyOnly(t *testing.T) {
+	t.Parallel()
+	fa := &fakeApprover{answer: Answer{Choice: Session, By: "test"}}
+	cfg := DefaultConfig()
+	g := newGate(t, cfg, WithApprover(fa))
+	v := shellrisk.Verdict{Risk: shellrisk.RiskNetwork, Parsed: true}
+	steps := []struct {
+		tool, key string
+		asked     int
+		code      string
+	}{
+		{"web_fetch", "GET https://a.example/x", 1, CodeApprovedByPerson},
+		{"web_fetch", "GET https://a.example/x", 1, CodeSessionApproved},
+		{"web_fetch", "GET https://a.example/y", 2, CodeApprovedByPerson},
+		{"write_file", "GET https://a.example/x", 3, CodeApprovedByPerson},
+	}
+	for i, s := range steps {
+		d, err := g.DecideVerdict(context.Background(), Request{CallID: fmt.Sprint(i), SessionID: "s", Tool: s.tool, Key: s.key,
+			Command: s.tool, Prompt: Prompt{Session: "this exact call"}}, v)
+		if err != nil || d.Code != s.code || fa.asked() != s.asked {
+			t.Fatalf("step %d (%s %s): %+v %v, asked %d", i, s.tool, s.key, d, err, fa.asked())
+		}
+	}
+	if p := fa.prompts[0]; p.Session != "this exact call" {
+		t.Errorf("the person was not told what the session covers: %+v", p)
 	}
 }

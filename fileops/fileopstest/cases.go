@@ -527,3 +527,38 @@ func testGitConfig(t *testing.T, h *harness) {
 	}
 	h.wantOK(write(h, h.ws(".git/HEAD"), "ref: refs/heads/main\n"))
 }
+
+// testPreview: what a person approves is what the handler then does, on every road. A
+// patch's preview is the diff the model is shown after it, every replacement included; a
+// write over a file too large to compare, or a binary one, says so instead of passing the
+// new content off as an addition; a patch that cannot apply says how it will fail.
+func testPreview(t *testing.T, h *harness) {
+	h.sh("printf 'x = 1\\na\\nb\\nc\\nd\\ne\\nf\\ng\\nx = 1\\n' > ws/cfg.txt && printf 'a\\0b' > ws/bin.dat")
+	pa := args{"path": h.ws("cfg.txt"), "old_string": "x = 1", "new_string": "x = 2", "replace_all": true}
+	shown := h.preview(fileops.Patch, pa)
+	diff := data(t, h.wantOK(h.call(fileops.Patch, pa)))["diff"].(string)
+	if !strings.HasSuffix(shown, "\n"+diff) || strings.Count(shown, "\n-x = 1") != 2 || !strings.Contains(shown, "2 replacement(s)") {
+		t.Errorf("patch preview %q is not the diff the model got %q", shown, diff)
+	}
+	for _, c := range []struct {
+		args args
+		want string
+	}{
+		{args{"path": h.ws("cfg.txt"), "old_string": "nowhere", "new_string": "y"}, "no_match"},
+		{args{"path": h.ws("cfg.txt"), "old_string": "x = 2", "new_string": "y"}, "multiple_matches"},
+	} {
+		if got := h.preview(fileops.Patch, c.args); !strings.Contains(got, c.want) {
+			t.Errorf("preview of %v = %q, want %s", c.args, got, c.want)
+		}
+	}
+	if got := h.preview(fileops.WriteFile, args{"path": h.ws("bin.dat"), "content": "text\n"}); !strings.Contains(got, "binary") {
+		t.Errorf("binary write preview = %q", got)
+	}
+	h.sh(fmt.Sprintf("head -c %d /dev/zero | tr '\\0' 'y' > ws/huge.txt", maxRead+10))
+	if got := h.preview(fileops.WriteFile, args{"path": h.ws("huge.txt"), "content": "small\n"}); !strings.Contains(got, "larger than the read limit") {
+		t.Errorf("over-size write preview = %.200q", got)
+	}
+	if got := h.preview(fileops.WriteFile, args{"path": h.ws("new.txt"), "content": "fresh\n"}); !strings.Contains(got, "creates") || !strings.Contains(got, "+fresh") {
+		t.Errorf("new file preview = %q", got)
+	}
+}

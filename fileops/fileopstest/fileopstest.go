@@ -50,6 +50,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) backend.Environment) {
 		{"WriteCreatesAndKeepsMode", testWriteMode},
 		{"AtomicWrite", testAtomicWrite},
 		{"PatchMatches", testPatch},
+		{"Preview", testPreview},
 		{"BinaryRead", testBinary},
 		{"SearchFlagLikePatterns", testSearchFlags},
 		{"SearchFilesAndHidden", testSearchFiles},

@@ -227,3 +227,34 @@ func (h *harness) exists(rel string) bool {
 	res := backendtest.Sh(h.t, h.env, fmt.Sprintf("cd %s && { [ -e '%s' ] || [ -L '%s' ]; }", h.scratch, rel, rel))
 	return res.ExitCode == 0
 }
+
+// preview runs a tool's preview the way the approval step does: after policy, with its
+// resolved paths, on the same environment as the handler.
+func (h *harness) preview(name string, args map[string]any) string {
+	h.t.Helper()
+	raw, _ := json.Marshal(args)
+	tl, ok := h.reg.Lookup(name)
+	if !ok || tl.Preview == nil {
+		h.t.Fatalf("tool %s has no preview", name)
+	}
+	refs, err := tl.Paths(raw)
+	if err != nil {
+		h.t.Fatalf("%s: paths: %v", name, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	v, err := h.pol.Check(ctx, &pipeline.Request{Call: pipeline.Call{ID: "c1", Name: name, Arguments: raw}, Tool: tl, Args: raw,
+		PathRefs: refs, Env: h.env, SessionID: "s1"})
+	if err != nil || v.Decision != pipeline.Allow {
+		h.t.Fatalf("%s: policy: %+v %v", name, v, err)
+	}
+	inv := &tool.Invocation{CallID: "c1", SessionID: "s1", Args: raw, Env: h.env, Paths: map[string]tool.ResolvedPath{}}
+	for _, p := range v.Paths {
+		inv.Paths[p.Arg] = p
+	}
+	out, err := tl.Preview(ctx, inv)
+	if err != nil {
+		h.t.Fatalf("%s: preview: %v", name, err)
+	}
+	return out
+}
