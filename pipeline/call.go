@@ -71,16 +71,16 @@ type Metadata struct {
 
 // Result is what one call comes back as.
 type Result struct {
-	CallID       string `json:"call_id"`
-	ToolName     string `json:"tool_name"`
-	Status       Status `json:"status"`
-	ErrorCode    string `json:"error_code,omitempty"`
-	ErrorMessage string `json:"error_message,omitempty"`
-	Retryable    bool   `json:"retryable"`
+	CallID       string           `json:"call_id"`
+	ToolName     string           `json:"tool_name"`
+	Status       Status           `json:"status"`
+	ErrorCode    string           `json:"error_code,omitempty"`
+	ErrorMessage string           `json:"error_message,omitempty"`
+	Retryable    bool             `json:"retryable"`
+	Content      string           `json:"content"`
+	Data         any              `json:"data,omitempty"`
+	Metadata     Metadata         `json:"metadata"`
+	Receipt      *receipt.Receipt `json:"receipt"`
 	// ApprovalID is set for a call that waits for a person (code approval_pending).
-	ApprovalID string           `json:"approval_id,omitempty"`
-	Content    string           `json:"content"`
-	Data       any              `json:"data,omitempty"`
-	Metadata   Metadata         `json:"metadata"`
-	Receipt    *receipt.Receipt `json:"receipt"`
+	ApprovalID string `json:"approval_id,omitempty"`
 }
