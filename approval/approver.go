@@ -70,6 +70,9 @@ type Answer struct {
 	By     string `json:"by"`
 	// Message is what a person said with a denial; it goes back to the model.
 	Message string `json:"message,omitempty"`
+	// Shown is the preview the person answered about. An approval applies only while the
+	// call's preview is still what they saw.
+	Shown string `json:"shown,omitempty"`
 }
 
 // PendingError is returned by an [Approver] that asked a person who has not answered yet:
@@ -190,9 +193,9 @@ func (t *TTYApprover) Ask(ctx context.Context, p Prompt) (Answer, error) {
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "o", "once", "y", "yes":
-			return Answer{Choice: Once, By: "tty"}, nil
+			return Answer{Choice: Once, By: "tty", Shown: p.Preview}, nil
 		case "s", "session":
-			return Answer{Choice: Session, By: "tty"}, nil
+			return Answer{Choice: Session, By: "tty", Shown: p.Preview}, nil
 		default:
 			return deny, nil
 		}

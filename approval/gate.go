@@ -35,6 +35,9 @@ const (
 	// CodeApprovalExpired: nobody answered before the approval expired; a denial.
 	CodeApprovalExpired = "approval_expired"
 	CodeGuardDenied     = "guard_denied"
+	// CodeChangedSinceApproval: what the call would do changed after the person approved it
+	// (the file a write replaces was changed meanwhile); the call did not run.
+	CodeChangedSinceApproval = "changed_since_approval"
 )
 
 // maxCachedPerSession bounds the session cache.
@@ -379,6 +382,13 @@ func (g *Gate) askPerson(ctx context.Context, r Request, v shellrisk.Verdict, no
 	who := "person"
 	if ans.By != "" {
 		who = "person:" + ans.By
+	}
+	if (ans.Choice == Once || ans.Choice == Session) && r.Preview != nil {
+		// The person approved the effect they were shown: it must still be the effect.
+		if now, err := r.Preview(ctx); err != nil || now != ans.Shown {
+			return deny(CodeChangedSinceApproval, who, "what this call would do changed after the person approved it "+
+				"(the file changed meanwhile); it did not run: make the call again to ask again"), nil
+		}
 	}
 	switch ans.Choice {
 	case Once:

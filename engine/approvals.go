@@ -179,7 +179,7 @@ func (a *approvals) consume(id string) (approval.Answer, error) {
 		if r.Scope == pending.Session {
 			ch = approval.Session
 		}
-		return approval.Answer{Choice: ch, By: r.DecidedBy}, nil
+		return approval.Answer{Choice: ch, By: r.DecidedBy, Shown: r.Preview}, nil
 	case pending.Denied:
 		return approval.Answer{Choice: approval.Deny, By: r.DecidedBy, Message: r.Message}, nil
 	case pending.Expired:

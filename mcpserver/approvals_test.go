@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlock-dev/airlock/approval/pending"
 )
 
 // A person approves exactly what runs: these tests drive the server with the Go SDK client,
@@ -198,5 +200,31 @@ func TestElicitationEscapesAgentText(t *testing.T) {
 		if !strings.Contains(q[0], want) {
 			t.Errorf("question lacks the escaped %s: %q", want, q[0])
 		}
+	}
+}
+
+// An approval applies to the effect the person was shown: when the file a patch changes was
+// changed after the question was asked, the approved patch does not run.
+func TestPatchChangedSinceApprovalDoesNotRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOpts{config: "[approvals]\nallow_write = false\n"})
+	file := filepath.Join(f.ws, "app.cfg")
+	must(t, os.WriteFile(file, []byte("mode = safe\nlevel = 1\n"), 0o644))
+	cs := f.connect(t, nil) // no elicitation: the question waits in the store
+	r := call(t, cs, "patch", map[string]any{"path": "app.cfg", "old_string": "mode = safe", "new_string": "mode = strict"})
+	id := r.str("approval_id")
+	if r.status() != mcpStatusPending || id == "" {
+		t.Fatalf("pending: %+v", r)
+	}
+	// Meanwhile the file changes: the patch still applies, to a file the person never saw.
+	must(t, os.WriteFile(file, []byte("mode = safe\nlevel = 9\n"), 0o644))
+	_, err := f.store.Decide(id, true, pending.Once, "cli", "")
+	must(t, err)
+	r = call(t, cs, "approval_wait", map[string]any{"approval_id": id})
+	if r.code() != "changed_since_approval" {
+		t.Fatalf("after the change: %+v", r)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "mode = safe\nlevel = 9\n" {
+		t.Fatalf("the file was patched: %q", b)
 	}
 }
