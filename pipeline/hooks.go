@@ -37,6 +37,10 @@ type Verdict struct {
 	// ApprovalID names the open question of a call that waits for a person (code
 	// approval_pending): the same call again, or an answer to it, finds it.
 	ApprovalID string
+	// Block marks a policy refusal that a pre-hook would give too (a URL the guard
+	// refuses), checked early so that no person is asked about it: the call ends with
+	// status blocked and is not counted against the denial budget, as the hook's would.
+	Block bool
 }
 
 // Request is what policy and approval see of a call: its validated arguments, the tool's

@@ -231,7 +231,11 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 	}
 	f.rec.Paths = resolvedNames(v.Paths)
 	if v.Decision != Allow {
-		p.deny(f, v, StatusDenied)
+		status := StatusDenied
+		if v.Block {
+			status = StatusBlocked
+		}
+		p.deny(f, v, status)
 		return f
 	}
 	if len(v.Paths) != len(refs) {

@@ -37,7 +37,7 @@ func (h *Hook) Check(ctx context.Context, req *pipeline.Request) (pipeline.Verdi
 	if err != nil || b == nil {
 		return pipeline.Verdict{Decision: pipeline.Allow, DecidedBy: "urlguard"}, err
 	}
-	return pipeline.Verdict{Decision: pipeline.Deny, Code: b.Code, Message: b.Message, Retryable: b.Retryable, DecidedBy: "urlguard"}, nil
+	return pipeline.Verdict{Decision: pipeline.Deny, Code: b.Code, Message: b.Message, Retryable: b.Retryable, DecidedBy: "pre_hook:urlguard", Block: true}, nil
 }
 
 // Before checks the url argument of web_fetch calls and lets every other call through.
