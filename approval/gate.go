@@ -75,6 +75,9 @@ type Request struct {
 	// call's effect for them, only when a person is asked.
 	Prompt  Prompt
 	Preview func(ctx context.Context) (string, error)
+	// Describe, when set, fills Key, Prompt and Preview; the gate calls it only for a call
+	// that does not run unasked.
+	Describe func(r *Request) error
 }
 
 // sessionKey is what the session cache remembers an approval of r under: a tool's own
@@ -300,6 +303,11 @@ func (g *Gate) decide(ctx context.Context, r Request, v shellrisk.Verdict, log h
 		// Without a container or kernel sandbox only a reading of the text stands between
 		// the command and the user's files: that is not enough to run it unasked.
 		log.Debug("allow_write not applied", "why", "the backend enforces nothing: only safe commands run unasked")
+	}
+	if r.Describe != nil {
+		if err := r.Describe(&r); err != nil {
+			return deny(CodeApprovalRequired, "approval", "the call cannot be shown to a person: "+err.Error()), nil
+		}
 	}
 	norm := r.sessionKey()
 	if g.cfg.SessionCache && g.cached(r.SessionID, norm) {

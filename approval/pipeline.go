@@ -47,28 +47,42 @@ func (s *Step) Approve(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 		Scratch:  d.Scratch,
 		TempDir:  d.TempDir,
 	}
-	subj, err := req.Tool.SubjectOf(req.Args)
-	if err != nil {
-		return pipeline.Verdict{}, fmt.Errorf("approval: %w", err)
-	}
-	r.Key = subj.Key
-	r.Prompt = Prompt{Tool: req.Tool.Name, Arguments: req.Args, Fields: subj.Fields, Session: subj.Session, Backend: d.Kind, Workdir: d.Workspace}
-	for _, p := range req.Paths {
-		if p.Arg == "workdir" {
-			r.Prompt.Workdir = p.Resolved
+	// What a person is shown is built only when the gate gets that far: a call that runs
+	// unasked pays nothing for it.
+	describe := func(r *Request, subj tool.Subject) {
+		r.Key = subj.Key
+		r.Prompt = Prompt{Tool: req.Tool.Name, Arguments: req.Args, Fields: subj.Fields, Session: subj.Session, Backend: d.Kind, Workdir: d.Workspace}
+		for _, p := range req.Paths {
+			if p.Arg == "workdir" {
+				r.Prompt.Workdir = p.Resolved
+			}
 		}
-	}
-	if req.Tool.Preview != nil {
-		r.Preview = func(ctx context.Context) (string, error) {
-			return req.Tool.Preview(backend.WithCall(ctx, req.Call.ID), previewInvocation(req))
+		if req.Tool.Preview != nil {
+			r.Preview = func(ctx context.Context) (string, error) {
+				return req.Tool.Preview(backend.WithCall(ctx, req.Call.ID), previewInvocation(req))
+			}
 		}
 	}
 	var dec Decision
+	var err error
 	if req.Tool.Name == s.CommandTool {
+		subj, serr := req.Tool.SubjectOf(req.Args)
+		if serr != nil {
+			return pipeline.Verdict{}, fmt.Errorf("approval: %w", serr)
+		}
 		r.Command = subj.Command
+		r.Describe = func(r *Request) error { describe(r, subj); return nil }
 		dec, err = s.Gate.Decide(ctx, r)
 	} else {
 		r.Command, r.Tool = describeCall(req), req.Tool.Name
+		r.Describe = func(r *Request) error {
+			subj, err := req.Tool.SubjectOf(req.Args)
+			if err != nil {
+				return err
+			}
+			describe(r, subj)
+			return nil
+		}
 		dec, err = s.Gate.DecideVerdict(ctx, r, shellrisk.Verdict{
 			Command: r.Command, Risk: riskOfTool(req.Tool.Risk), Parsed: true, Reasons: []shellrisk.Reason{},
 		})
