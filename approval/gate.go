@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/airlock-dev/airlock/shellrisk"
+	"github.com/airlock-dev/airlock/tool"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -308,6 +310,11 @@ func (g *Gate) decide(ctx context.Context, r Request, v shellrisk.Verdict, log h
 		if err := r.Describe(&r); err != nil {
 			return deny(CodeApprovalRequired, "approval", "the call cannot be shown to a person: "+err.Error()), nil
 		}
+		if r.Tool != "" && len(r.Prompt.Fields) > 0 {
+			// The guard judges what a person would be shown: the tool and what decides its
+			// effect (a fetch's URL), not the tool's name alone.
+			v.Command = fieldsText(r.Tool, r.Prompt.Fields)
+		}
 	}
 	norm := r.sessionKey()
 	if g.cfg.SessionCache && g.cached(r.SessionID, norm) {
@@ -481,4 +488,14 @@ func (g *Gate) ForgetSession(session string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.sessions, session)
+}
+
+// fieldsText renders a tool call's declared fields on one line, each value quoted.
+func fieldsText(name string, fs []tool.Field) string {
+	var b strings.Builder
+	b.WriteString(name)
+	for _, f := range fs {
+		fmt.Fprintf(&b, " %s=%q", f.Name, f.Value)
+	}
+	return b.String()
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/shellrisk"
+	"github.com/airlock-dev/airlock/tool"
 )
 
 // fakeApprover answers every prompt with the same answer and records the prompts.
@@ -637,5 +638,27 @@ func TestSessionApprovalCoversItsKeyOnly(t *testing.T) {
 	}
 	if p := fa.prompts[0]; p.Session != "this exact call" {
 		t.Errorf("the person was not told what the session covers: %+v", p)
+	}
+}
+
+// In smart mode the guard judges a tool call by what a person would be shown of it — a
+// fetch's URL — not by the tool's name alone.
+func TestGuardSeesDeclaredFields(t *testing.T) {
+	t.Parallel()
+	gs := newGuardServer(t, "ESCALATE")
+	g := newGate(t, smartConfig(gs.URL), WithGetenv(getenv), WithHTTPClient(gs.Client()))
+	u := "https://a.example/export?all=1"
+	r := Request{CallID: "c", SessionID: "s", Tool: "web_fetch", Command: "web_fetch",
+		Describe: func(r *Request) error {
+			r.Key, r.Prompt = "k", Prompt{Fields: []tool.Field{{Name: "method", Value: "GET"}, {Name: "url", Value: u}}}
+			return nil
+		}}
+	if _, err := g.DecideVerdict(context.Background(), r, shellrisk.Verdict{Risk: shellrisk.RiskNetwork, Parsed: true}); err != nil {
+		t.Fatal(err)
+	}
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if len(gs.last.Messages) != 2 || !strings.Contains(gs.last.Messages[1].Content, "a.example/export?all=1") {
+		t.Fatalf("the guard was not shown the URL: %+v", gs.last.Messages)
 	}
 }
