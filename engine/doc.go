@@ -10,6 +10,11 @@
 // for a person. Sessions idle longer than the configured TTL are reaped; [Engine.Close] ends
 // them all.
 //
+// Waiting for a person is the runtime's too ([WithPendingApprovals]): the approvals store,
+// the question a person reads (built from what each tool declares, its preview taken
+// through the tool's own road), expiry and the pending status and ID on a result are the
+// same for every front end; a front end only adds a way to ask ([approval.WithAsker]).
+//
 // The engine is fail-closed by construction: it always installs the path policy and the
 // approval gate, and the pipeline refuses to be built without them.
 package engine

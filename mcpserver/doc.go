@@ -17,12 +17,13 @@
 //   - Progress and cancellation. With a progress token, a long command's output so far goes
 //     out as progress notifications; a client's cancellation cancels the call, which kills
 //     the command's process tree, and the receipt says interrupted.
-//   - Approvals that survive the client's timeout. See [Approver]: the person is asked
-//     through the client (MCP elicitation: the multi-round-trip input request on protocol
-//     2026-07-28, elicitation/create before it) and the question is also written to a
-//     store that `airlock approvals` answers from another terminal. When no answer comes in
-//     time the call returns at once with status approval_pending and the approval's ID, and
-//     approval_wait (or the same call again) gets the result.
+//   - Approvals that survive the client's timeout. The runtime waits for a person (package
+//     engine writes the question to the store `airlock approvals` answers from another
+//     terminal); the server is one way to ask: MCP elicitation (the multi-round-trip input
+//     request on protocol 2026-07-28, elicitation/create before it), with the question as
+//     the runtime renders it, escaped. When no answer comes in time the call returns at once
+//     with status approval_pending and the approval's ID, and approval_wait (or the same
+//     call again) gets the result.
 //
 // Nothing but protocol goes to stdout: logs go to the logger the caller gives (stderr).
 package mcpserver
