@@ -276,7 +276,7 @@ func (w *walker) programHere(p *program, args []arg, in stdin, seg string, moved
 		}
 		w.fetching = saved
 	}()
-	w.flagReasons(p, s.flags, seg)
+	w.flagReasons(p, s, seg)
 	w.valueReasons(p, s, seg)
 	w.operandReasons(p, args, s, seg)
 	if p.codeValues {
@@ -313,6 +313,8 @@ func (w *walker) programHere(p *program, args []arg, in stdin, seg string, moved
 		w.wrapper(p, s, in, seg)
 	case p.language != "":
 		w.codeRunner(p, s, in, seg)
+	case p.makesTemp:
+		w.tempFile(p, s, seg)
 	default:
 		w.operandPaths(p, s, s.operands, seg)
 	}

@@ -10,7 +10,7 @@ var codesUsedByGo = []string{
 	codeEnvHijack, codeTooComplex, codeExfiltration, codeHostMount, codeInteractive,
 	codeRecursiveModifySystem, codeRawSocket, codeSymlinkOutside, codeAirlockState, codeVCSConfigWrite,
 	codeWritesFiles, codeInternalError, codeSignalsOther, codeDeletesFiles, codeIrreversibleLoss, codeDeviceRead, codeDownloadAndRun, codeHostNotAllowed, codeWriteOutsideRoots,
-	codeInternalAddress, codeRepoProgram,
+	codeInternalAddress, codeRepoProgram, codeRunsCode,
 }
 
 const (
@@ -53,4 +53,5 @@ const (
 	codeWriteOutsideRoots        = "write_outside_roots"
 	codeInternalAddress          = "internal_address"
 	codeRepoProgram              = "repo_program"
+	codeRunsCode                 = "runs_code"
 )

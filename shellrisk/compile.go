@@ -19,7 +19,7 @@ func set(list []string) map[string]bool {
 	return m
 }
 
-var pathModes = map[string]bool{pathsNone: true, pathsRead: true, pathsWrite: true, pathsDelete: true, pathsDest: true, pathsMove: true, pathsIO: true, pathsDestDelete: true, pathsLink: true}
+var pathModes = map[string]bool{pathsNone: true, pathsRead: true, pathsWrite: true, pathsDelete: true, pathsDest: true, pathsMove: true, pathsIO: true, pathsDestDelete: true, pathsLink: true, pathsFirst: true}
 
 var wrapperKinds = map[string]bool{"": true, wrapArgv: true, wrapShell: true, wrapDashDash: true}
 
@@ -189,6 +189,36 @@ func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error
 		definesRemote:  pr.DefinesRemote,
 		pushes:         pr.Pushes,
 		repoPrograms:   pr.RepoPrograms,
+		safeValues:     pr.SafeValues,
+		skipPaths:      pr.SkipPaths,
+		makesTemp:      pr.MakesTemp,
+		tempDirFlags:   set(pr.TempDirFlags),
+		optValues:      set(pr.OptionalValueFlags),
+		moduleFlags:    set(pr.ModuleFlags),
+	}
+	if !pathModes[pr.SkipPaths] {
+		return nil, fmt.Errorf("rules: %s.skip_paths: unknown mode %q", field, pr.SkipPaths)
+	}
+	for _, key := range slices.Sorted(maps.Keys(pr.FlagSets)) {
+		code := pr.FlagSets[key]
+		if err := rs.checkReason(code, fmt.Sprintf("%s.flag_sets[%q]", field, key)); err != nil {
+			return nil, err
+		}
+		fs := flagSet{reason: code}
+		for _, part := range strings.Fields(key) {
+			fs.parts = append(fs.parts, set(strings.Split(part, "|")))
+		}
+		if len(fs.parts) < 2 {
+			return nil, fmt.Errorf("rules: %s.flag_sets[%q]: want two or more flags", field, key)
+		}
+		p.flagSets = append(p.flagSets, fs)
+	}
+	for flag, globs := range pr.SafeValues {
+		for _, g := range globs {
+			if _, err := path.Match(g, ""); err != nil {
+				return nil, fmt.Errorf("rules: %s.safe_values[%q]: %w", field, flag, err)
+			}
+		}
 	}
 	if pr.Signals != "" && pr.Signals != signalsPids && pr.Signals != signalsNames {
 		return nil, fmt.Errorf("rules: %s.signals: unknown kind %q", field, pr.Signals)

@@ -51,6 +51,14 @@ type Context struct {
 	// run one is repo_program (exec). Where commands are confined the driver runs inside
 	// the sandbox like any other command, and the reason is not given.
 	Unconfined bool
+	// SecretsHidden says that what runs the command keeps the deny_names files of the
+	// workspace and the credential stores unreadable to it (the kernel sandbox, which finds
+	// them when it starts and grants no read of them). A recursive read of the workspace
+	// (grep -rn TODO ., grep -rl x) then cannot reach a secret and is judged by what else it
+	// does; without it the workspace's .env is one of the files it reads, and the read is
+	// credential_access. A read that names a secret (cat .env) is judged the same either way:
+	// the classifier does not lean on the sandbox for what it can see.
+	SecretsHidden bool
 	// TMPDIR, when set, is the value commands get in $TMPDIR (the session's temp dir, one
 	// of Scratch): a literal $TMPDIR or ${TMPDIR} in a command is that directory until the
 	// command assigns or unsets it. Empty means $TMPDIR is only known at run time.

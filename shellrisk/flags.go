@@ -24,6 +24,7 @@ type scanned struct {
 type flagValue struct {
 	flag string
 	val  arg
+	at   int // index in the arguments of the flag
 }
 
 // scan splits args the way getopt would. For a wrapper, options end at the first operand:
@@ -69,7 +70,7 @@ func (w *walker) scan(p *program, args []arg, wrapper bool) scanned {
 			s.flags = append(s.flags, long)
 			s.flagAt = append(s.flagAt, at)
 			if name, val, ok := strings.Cut(long, "="); ok {
-				s.values = append(s.values, flagValue{longName(p, name), attached(val)})
+				s.values = append(s.values, flagValue{longName(p, name), attached(val), at})
 			}
 			continue
 		}
@@ -81,13 +82,13 @@ func (w *walker) scan(p *program, args []arg, wrapper bool) scanned {
 			s.flags = append(s.flags, t)
 			s.flagAt = append(s.flagAt, i)
 			if takesValue(p, t) && i+1 < len(args) {
-				s.values = append(s.values, flagValue{longName(p, t), args[i+1]})
+				s.values = append(s.values, flagValue{valueKey(p, t), args[i+1], i})
 				s.valueArg[i+1] = true
 				i++
 			} else if name, v, ok := strings.Cut(t, "="); ok && (strings.HasPrefix(t, "--") || p.valueFlags[name]) {
-				s.values = append(s.values, flagValue{longName(p, name), attached(v)})
+				s.values = append(s.values, flagValue{longName(p, name), attached(v), i})
 			} else if k, v, ok := attachedShort(p, t); ok {
-				s.values = append(s.values, flagValue{k, attached(v)})
+				s.values = append(s.values, flagValue{k, attached(v), i})
 			}
 			continue
 		}
@@ -118,12 +119,21 @@ func attached(v string) arg {
 }
 
 // attachedShort splits -ofile into -o and file when -o takes a value.
+//
+// A program that reads its options whole (xxd -len, kill -KILL) takes a value attached
+// only to the flag itself (xxd -l64): -ps is not -p with s.
 func attachedShort(p *program, t string) (string, string, bool) {
-	if strings.HasPrefix(t, "--") || len(p.valueFlags) == 0 {
+	if strings.HasPrefix(t, "--") || len(p.valueFlags)+len(p.optValues) == 0 {
+		return "", "", false
+	}
+	if p.wholeFlags {
+		if k := t[:2]; len(t) > 2 && !p.valueFlags[t] && (p.valueFlags[k] || p.optValues[k]) {
+			return k, t[2:], true
+		}
 		return "", "", false
 	}
 	for i := 1; i < len(t)-1; i++ {
-		if k := "-" + t[i:i+1]; p.valueFlags[k] {
+		if k := "-" + t[i:i+1]; p.valueFlags[k] || p.optValues[k] {
 			return k, t[i+1:], true
 		}
 	}
@@ -163,6 +173,15 @@ func prefixKeys[V any](t string, has func(string) bool, m map[string]V) []string
 	return out
 }
 
+// valueKey names the flag whose value the next argument is: --out is --output, and in a
+// cluster of short options (sort -uo FILE, tree -ao FILE) it is the last one, -o.
+func valueKey(p *program, t string) string {
+	if strings.HasPrefix(t, "--") || p.valueFlags[t] {
+		return longName(p, t)
+	}
+	return "-" + t[len(t)-1:]
+}
+
 // takesValue reports whether a flag consumes the next argument.
 func takesValue(p *program, t string) bool {
 	if len(p.valueFlags) == 0 {
@@ -173,6 +192,9 @@ func takesValue(p *program, t string) bool {
 	}
 	if p.valueFlags[t] {
 		return true
+	}
+	if p.wholeFlags {
+		return false
 	}
 	for i := 1; i < len(t); i++ {
 		if p.valueFlags["-"+t[i:i+1]] {
@@ -255,7 +277,7 @@ func (w *walker) descend(p *program, args []arg, seg string) (*program, []arg, s
 		if sub == nil {
 			break
 		}
-		w.flagReasons(p, s.flags, seg)
+		w.flagReasons(p, s, seg)
 		args = s.operands[1:]
 		p = sub
 		if p.reason != "" {
@@ -265,10 +287,57 @@ func (w *walker) descend(p *program, args []arg, seg string) (*program, []arg, s
 	return p, args, reason
 }
 
-func (w *walker) flagReasons(p *program, flags []string, seg string) {
-	for _, f := range flags {
+func (w *walker) flagReasons(p *program, s scanned, seg string) {
+	for fi, f := range s.flags {
+		if safeValue(p, s, s.flagAt[fi]) {
+			continue
+		}
 		for _, k := range flagKeys(f, p.flags, true, p.wholeFlags) {
 			w.add(p.flags[k], seg)
 		}
 	}
+	w.flagSetReasons(p, s, seg)
+}
+
+// flagSet is flags that carry a reason only together (git branch --delete --force).
+type flagSet struct {
+	parts  []map[string]bool // each part: one flag's spellings
+	reason string
+}
+
+// flagSetReasons gives the reason of every flag set all of whose parts the call has:
+// git branch --delete --force is git branch -D, and -d -f, -df and --del --f are too.
+func (w *walker) flagSetReasons(p *program, s scanned, seg string) {
+	for _, fs := range p.flagSets {
+		all := true
+		for _, part := range fs.parts {
+			if !hasAny(p, s.flags, part, true) {
+				all = false
+				break
+			}
+		}
+		if all {
+			w.add(fs.reason, seg)
+		}
+	}
+}
+
+// safeValue reports whether the flag at index i of s.args is given a value with which it
+// carries none of its reasons (git -c user.name=x).
+func safeValue(p *program, s scanned, i int) bool {
+	if len(p.safeValues) == 0 {
+		return false
+	}
+	for _, v := range s.values {
+		if v.at != i || v.val.dynamic {
+			continue
+		}
+		t := strings.ToLower(v.val.text)
+		for _, g := range p.safeValues[v.flag] {
+			if globMatch(g, t) {
+				return true
+			}
+		}
+	}
+	return false
 }

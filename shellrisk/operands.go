@@ -17,7 +17,7 @@ func (w *walker) operandPaths(p *program, s scanned, ops []arg, seg string) {
 	if p.expression && len(ops) == 0 {
 		ops = []arg{{text: "."}}
 	}
-	if p.skip > 0 && !hasAny(p, s.flags, p.skipUnless, false) {
+	if p.skip > 0 && !hasAny(p, s.flags, p.skipUnless, true) {
 		ops = ops[min(p.skip, len(ops)):]
 	}
 	if len(ops) == 0 && p.defaultOperand != "" && recursive {
@@ -37,7 +37,7 @@ func (w *walker) operandPaths(p *program, s scanned, ops []arg, seg string) {
 			continue
 		}
 		switch mode {
-		case pathsDest, pathsIO, pathsDestDelete, pathsLink:
+		case pathsDest, pathsIO, pathsDestDelete, pathsLink, pathsFirst:
 			continue
 		default:
 			w.pathEffect(a, mode, recursive, seg)
@@ -69,6 +69,8 @@ func (w *walker) operandPaths(p *program, s scanned, ops []arg, seg string) {
 			} else {
 				w.pathEffect(last, pathsWrite, false, seg)
 			}
+		case pathsFirst:
+			w.pathEffect(ops[0], pathsWrite, false, seg)
 		case pathsIO:
 			// uniq IN OUT, xxd IN OUT: the second operand is written.
 			w.pathEffect(ops[0], pathsRead, false, seg)
@@ -260,4 +262,43 @@ func (w *walker) changeDir(ops []arg) {
 	for i, c := range w.st.cwds {
 		w.st.cwds[i] = joinPath(c, t)
 	}
+}
+
+// tempFile judges what mktemp creates: a file (or directory) named from the template, in
+// the directory -p/--tmpdir names, in $TMPDIR when there is no template or a -t or bare
+// --tmpdir asks for it, and else where the template itself says. A $TMPDIR the command does
+// not know is judged as /tmp, where mktemp creates without one: shared with every other
+// project on the machine, outside the workspace.
+func (w *walker) tempFile(p *program, s scanned, seg string) {
+	template := arg{text: "tmp.XXXXXXXXXX"}
+	given := len(s.operands) > 0
+	if given {
+		template = s.operands[0]
+	}
+	dir, inTemp := arg{}, !given
+	for _, f := range s.flags {
+		if name, _, _ := strings.Cut(f, "="); len(flagKeys(name, p.tempDirFlags, true, false)) > 0 {
+			inTemp = true
+		}
+	}
+	for _, v := range s.values {
+		if len(flagKeys(v.flag, p.tempDirFlags, true, false)) > 0 && v.val.text != "" {
+			dir = v.val
+		}
+	}
+	if dir.text == "" && inTemp {
+		dir = arg{text: "/tmp"}
+		if v, ok := w.st.vars["TMPDIR"]; ok && !w.st.noVars {
+			dir = arg{text: v.text, tilde: v.tilde, dynamic: strings.Contains(v.text, dynamicMark) || v.jobPID}
+		}
+	}
+	target := template
+	if dir.text != "" {
+		if template.dynamic {
+			dir.dynamic = true
+		}
+		dir.text = strings.TrimSuffix(dir.text, "/") + "/" + path.Base(template.text)
+		target = dir
+	}
+	w.pathEffect(target, pathsWrite, false, seg)
 }

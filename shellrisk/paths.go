@@ -282,12 +282,15 @@ func (w *walker) pathEffect(a arg, mode string, recursive bool, seg string) {
 		return
 	}
 	info := w.classifyPath(a)
-	if len(w.cx.Protected) > 0 && w.cx.reachesProtected(info, recursive || a.glob) {
+	if len(w.cx.Protected) > 0 && w.cx.reachesProtected(info, recursive || a.glob) &&
+		!(mode == pathsRead && recursive && w.hiddenFromTree(info) && !w.cx.reachesProtected(info, false)) {
+		// A tree read whole where the sandbox hides Airlock's files as it hides secrets
+		// does not reach them; naming one does.
 		w.add(codeAirlockState, seg)
 	}
 	switch mode {
 	case pathsRead:
-		if info.secret || info.envFile || recursive && w.treeMayHoldSecrets(info) {
+		if info.secret || info.envFile || recursive && w.treeMayHoldSecrets(info) && !w.hiddenFromTree(info) {
 			w.add(codeCredentialAccess, seg)
 		}
 		if info.class == pathDevice {
@@ -314,6 +317,12 @@ func (w *walker) pathEffect(a arg, mode string, recursive bool, seg string) {
 		}
 		w.deleteEffect(info, recursive, seg)
 	}
+}
+
+// hiddenFromTree reports whether a tree read whole is the workspace where the context says
+// its secrets are kept unreadable (see [Context.SecretsHidden]).
+func (w *walker) hiddenFromTree(info pathInfo) bool {
+	return w.cx.SecretsHidden && (info.class == pathWorkspaceRoot || info.class == pathWorkspace)
 }
 
 // vcsConfig reports whether a path is a repository's configuration or hooks, at any depth

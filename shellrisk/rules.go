@@ -110,6 +110,30 @@ type ProgramRule struct {
 	CodeValues bool `toml:"code_values" json:"code_values,omitempty"`
 	// DefaultOperand is the operand a program acts on when given none (grep -r: ".").
 	DefaultOperand string `toml:"default_operand" json:"default_operand,omitempty"`
+	// FlagSets are flags that carry a reason only together: "-d|--delete -f|--force" =
+	// "irreversible_loss" (git branch --delete --force is git branch -D). Each space-separated
+	// part is a flag and its other spellings, joined by |.
+	FlagSets map[string]string `toml:"flag_sets" json:"flag_sets,omitempty"`
+	// SafeValues are, per flag, the globs of values with which the flag carries none of its
+	// reasons (git -c user.name=…, a key that runs nothing). Matched lower-cased.
+	SafeValues map[string][]string `toml:"safe_values" json:"safe_values,omitempty"`
+	// SkipPaths is what a wrapper does to the operands skip passes over (flock FILE CMD
+	// creates FILE): a path mode.
+	SkipPaths string `toml:"skip_paths" json:"skip_paths,omitempty"`
+	// OptionalValueFlags take a value only when it is attached (gawk -o[FILE], -p[FILE]):
+	// -o/tmp/x is -o with /tmp/x, -o x is -o and an operand.
+	OptionalValueFlags []string `toml:"optional_value_flags" json:"optional_value_flags,omitempty"`
+	// ModuleFlags name a module the program runs with the arguments after it (python -m
+	// pip list): the call is judged as that program, and as runs_code, since the module is
+	// looked up in the working directory first.
+	ModuleFlags []string `toml:"module_flags" json:"module_flags,omitempty"`
+	// MakesTemp: the program creates a file or directory from a template (mktemp), in the
+	// directory a temp_dir_flags flag names, else — with no template or with a -t flag —
+	// in $TMPDIR, else where the template says.
+	MakesTemp bool `toml:"makes_temp" json:"makes_temp,omitempty"`
+	// TempDirFlags name the directory MakesTemp creates in (mktemp -p DIR, --tmpdir=DIR),
+	// or with no value, $TMPDIR.
+	TempDirFlags []string `toml:"temp_dir_flags" json:"temp_dir_flags,omitempty"`
 }
 
 // PathRules lists sensitive paths. Entries may start with ~ (the home directory) and may be
@@ -179,6 +203,9 @@ const (
 	pathsDestDelete = "dest_delete"
 	// pathsLink: the last operand is written, the others are link targets (ln -s).
 	pathsLink = "link"
+	// pathsFirst: the first operand is written; the others are not paths (git bundle
+	// create FILE REV…, git worktree add DIR BRANCH).
+	pathsFirst = "first"
 )
 
 // Signal targets: how a program that signals processes names them.
@@ -343,6 +370,14 @@ type program struct {
 	definesRemote  bool
 	pushes         bool
 	repoPrograms   bool
+	// flagSets are the compiled FlagSets: each set's parts, each part's spellings.
+	flagSets     []flagSet
+	safeValues   map[string][]string
+	skipPaths    string
+	makesTemp    bool
+	tempDirFlags map[string]bool
+	optValues    map[string]bool
+	moduleFlags  map[string]bool
 	// worstFlag is the reason of the most dangerous thing one of the program's options can
 	// do: what an argument that may turn out to be an option is judged as.
 	worstFlag string

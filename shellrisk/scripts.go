@@ -165,15 +165,9 @@ func (w *walker) awkProgram(src, seg string) {
 			continue
 		case '@':
 			// gawk's indirect call @name(…) calls the function whose name is in a variable,
-			// system() included.
-			j := i + 1
-			for j < n && isWordByte(src[j]) {
-				j++
-			}
-			for j < n && (src[j] == ' ' || src[j] == '\t') {
-				j++
-			}
-			if j > i+1 && j < n && src[j] == '(' {
+			// system() included; gawk also takes @ name(…) and a name in a namespace,
+			// @awk::name(…).
+			if awkIndirectCall(src[i+1:]) {
 				w.add(codeInterpreterCode, seg)
 			}
 			continue
@@ -231,6 +225,27 @@ func (w *walker) awkProgram(src, seg string) {
 		}
 		i = j
 	}
+}
+
+// awkIndirectCall reports whether the text after an @ is an indirect call: a name, maybe
+// qualified by a namespace (awk::f), then a parenthesis, blanks allowed around the name.
+func awkIndirectCall(s string) bool {
+	blanks := func(j int) int {
+		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+			j++
+		}
+		return j
+	}
+	j := blanks(0)
+	start := j
+	for j < len(s) && (isWordByte(s[j]) || s[j] == ':') {
+		j++
+	}
+	if j == start {
+		return false
+	}
+	j = blanks(j)
+	return j < len(s) && s[j] == '('
 }
 
 func isWordByte(c byte) bool {

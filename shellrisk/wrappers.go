@@ -34,9 +34,15 @@ func (w *walker) wrapper(p *program, s scanned, in stdin, seg string) {
 	}
 	if p.wrapper != wrapDashDash {
 		skip := min(p.skip, len(inner))
+		w.skippedPaths(p, inner[:skip], seg)
 		inner = inner[skip:]
 	}
 	if len(inner) == 0 {
+		return
+	}
+	if len(inner) > 1 && !inner[0].dynamic && len(flagKeys(inner[0].text, p.codeFlags, true, false)) > 0 {
+		// flock FILE -c CMD: the code flag after the wrapper's own operands.
+		w.judgeCode(p.language, inner[1], in, seg, p.sameShell)
 		return
 	}
 	if p.extraArgs {
@@ -54,6 +60,20 @@ func (w *walker) wrapper(p *program, s scanned, in stdin, seg string) {
 		}
 	}
 	w.runWrapped(p, inner, in, seg)
+}
+
+// skippedPaths judges the operands a wrapper takes before its command, when they are
+// paths: flock FILE CMD creates FILE. A number there is a file descriptor (flock 9).
+func (w *walker) skippedPaths(p *program, ops []arg, seg string) {
+	if p.skipPaths == pathsNone {
+		return
+	}
+	for _, a := range ops {
+		if !a.dynamic && isNumber(a.text) {
+			continue
+		}
+		w.pathEffect(a, p.skipPaths, false, seg)
+	}
 }
 
 // posixNoOptions are the built-ins that take options in bash and none in dash (exec, eval)
@@ -189,7 +209,7 @@ func (w *walker) codeRunner(p *program, s scanned, in stdin, seg string) {
 	if p.codeOperand {
 		switch {
 		case hadFlag:
-		case hasAny(p, s.flags, p.skipUnless, false):
+		case hasAny(p, s.flags, p.skipUnless, true):
 			w.add(codeRunsScript, seg)
 		case len(ops) > 0:
 			if ops[0].text != "-" {
@@ -200,7 +220,7 @@ func (w *walker) codeRunner(p *program, s scanned, in stdin, seg string) {
 		w.operandPaths(p, s, ops, seg)
 		return
 	}
-	if hadFlag {
+	if hadFlag || w.moduleRun(p, s, in, seg) {
 		return
 	}
 	if p.assignCode {
@@ -301,4 +321,33 @@ func (w *walker) findExec(inner []arg, roots []arg, filtered bool, name arg, in 
 		}
 		w.run(cmd, in, seg)
 	}
+}
+
+// moduleRun judges a module an interpreter runs by name (python -m pip list) as the program
+// of that name with the arguments after it, and as runs_code: python looks the module up in
+// the working directory first, where a pip.py of the workspace's would run instead. It
+// reports whether there was such a flag.
+func (w *walker) moduleRun(p *program, s scanned, in stdin, seg string) bool {
+	if len(p.moduleFlags) == 0 {
+		return false
+	}
+	for _, v := range s.values {
+		if !p.moduleFlags[v.flag] {
+			continue
+		}
+		w.add(codeRunsCode, seg)
+		if v.val.dynamic {
+			w.add(codeDynamicCommand, seg)
+			return true
+		}
+		rest := v.at + 1
+		if s.valueArg[rest] {
+			rest++
+		}
+		mod := v.val
+		mod.tilde = false
+		w.run(append([]arg{mod}, s.args[min(rest, len(s.args)):]...), in, seg)
+		return true
+	}
+	return false
 }
