@@ -26,6 +26,13 @@ type Config struct {
 	// git clean -fdx, git push --force) run without asking as well, where AllowWrite does.
 	// Off by default: such a command asks a person even with AllowWrite.
 	AllowIrreversible bool `toml:"allow_irreversible" json:"allow_irreversible"`
+	// AskToRunCode asks a person before a command runs the project's code (go test, make,
+	// npm test, ./script.sh: runs_code, runs_script, interpreter_code) even where commands
+	// are confined — a container, or the kernel sandbox with the network not open — and
+	// AllowWrite is on. Off by default: there the sandbox bounds what such code can do as it
+	// bounds a write, and asking a person for every build teaches them to approve without
+	// reading. Where nothing confines commands such code always asks.
+	AskToRunCode bool `toml:"ask_to_run_code" json:"ask_to_run_code"`
 	// Smart configures the guard model used in smart mode.
 	Smart SmartConfig `toml:"smart" json:"smart"`
 	// Rules extends the embedded rules.toml, in the same format.
@@ -56,11 +63,13 @@ type SmartConfig struct {
 }
 
 // DefaultConfig returns the defaults: manual mode, nothing written without asking, docker
-// isolation trusted, approvals cached per session.
+// isolation trusted, the project's code run unasked where writes are and commands are
+// confined, approvals cached per session.
 func DefaultConfig() Config {
 	return Config{
 		Mode:              ModeManual,
 		DockerAutoApprove: true,
+		AskToRunCode:      false,
 		SessionCache:      true,
 		Smart: SmartConfig{
 			Timeout:               "15s",

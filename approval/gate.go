@@ -18,10 +18,13 @@ import (
 
 // Decision codes. They are stable: receipts and clients branch on them.
 const (
-	CodeAutoApproved     = "auto_approved"
-	CodeSafeCommand      = "safe_command"
-	CodeReadOnlyTool     = "read_only_tool"
-	CodeWriteAllowed     = "write_allowed"
+	CodeAutoApproved = "auto_approved"
+	CodeSafeCommand  = "safe_command"
+	CodeReadOnlyTool = "read_only_tool"
+	CodeWriteAllowed = "write_allowed"
+	// CodeConfinedCode: the command runs the project's code where commands are confined
+	// and writes are allowed (see Config.AskToRunCode).
+	CodeConfinedCode     = "confined_code"
 	CodeIrreversibleOK   = "irreversible_allowed"
 	CodeIsolatedBackend  = "isolated_backend"
 	CodeGuardApproved    = "guard_approved"
@@ -62,6 +65,14 @@ type Request struct {
 	// a container, a kernel sandbox, or a file tool's own path checks. Without it, allow_write
 	// does not apply and only safe commands run without a person.
 	Enforced bool
+	// SecretsHidden is true when what runs the command keeps deny_names files and the
+	// credential stores unreadable to it (the kernel sandbox): a recursive read of the
+	// workspace then cannot reach a secret (see shellrisk.Context.SecretsHidden).
+	SecretsHidden bool
+	// Confined is true when what a command's code can do is bounded where it runs: a
+	// container, or the kernel sandbox with the network not open. Running the project's
+	// code is then bounded as a write is (see Config.AskToRunCode).
+	Confined bool
 	// Scratch and TempDir are the session's private directories and its $TMPDIR, from
 	// the backend's Description: the classifier judges a write there as a plain write.
 	Scratch []string
@@ -246,6 +257,7 @@ func (g *Gate) contextFor(r Request) shellrisk.Context {
 	// Where nothing confines the command, a program the repository's configuration names
 	// would run as the user: the classifier judges git commands that may run one as exec.
 	cx.Unconfined = !r.Enforced
+	cx.SecretsHidden = r.Enforced && r.SecretsHidden
 	if len(r.Scratch) > 0 {
 		cx.Scratch = append(slices.Clone(cx.Scratch), r.Scratch...)
 	}
@@ -267,6 +279,29 @@ func (g *Gate) DecideVerdict(ctx context.Context, r Request, v shellrisk.Verdict
 	d.Verdict = v
 	log.Info("approval decided", "allow", d.Allow, "code", d.Code, "decided_by", d.DecidedBy, "risk", v.Risk.String())
 	return d, err
+}
+
+// confinedCode are the reasons that only say a command runs code — the project's build,
+// tests, scripts, a program the rules do not know — whose effect the sandbox bounds where
+// commands are confined. Talking to the network, losing work and everything dangerous are
+// not among them and still ask.
+var confinedCode = map[string]bool{
+	"runs_code": true, "runs_script": true, "interpreter_code": true, "unknown_program": true,
+	"config_override": true, "env_hijack": true, "repo_program": true,
+}
+
+// onlyConfinedCode reports whether every reason of a parsed verdict is a read, a write in the
+// workspace, or running code the sandbox bounds.
+func onlyConfinedCode(v shellrisk.Verdict) bool {
+	if v.FailedClosed() {
+		return false
+	}
+	for _, r := range v.Reasons {
+		if r.Risk != shellrisk.RiskSafe && r.Risk != shellrisk.RiskWrite && !(r.Risk == shellrisk.RiskExec && confinedCode[r.Code]) {
+			return false
+		}
+	}
+	return true
 }
 
 func allow(code, by, msg string) Decision {
@@ -301,6 +336,8 @@ func (g *Gate) decide(ctx context.Context, r Request, v shellrisk.Verdict, log h
 		return allow(CodeWriteAllowed, "allow_write", "writes in the workspace are allowed"), nil
 	case v.Risk == shellrisk.RiskIrreversible && v.OnlyWrites() && g.cfg.AllowWrite && g.cfg.AllowIrreversible && r.Enforced:
 		return allow(CodeIrreversibleOK, "allow_irreversible", "writes that lose work are allowed"), nil
+	case v.Risk == shellrisk.RiskExec && onlyConfinedCode(v) && g.cfg.AllowWrite && !g.cfg.AskToRunCode && r.Enforced && r.Confined:
+		return allow(CodeConfinedCode, "confined_code", "runs the project's code where commands are confined"), nil
 	case (v.Risk == shellrisk.RiskWrite || v.Risk == shellrisk.RiskIrreversible) && v.Parsed && g.cfg.AllowWrite:
 		// Without a container or kernel sandbox only a reading of the text stands between
 		// the command and the user's files: that is not enough to run it unasked.

@@ -43,9 +43,14 @@ func (s *Step) Approve(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 		// File tools hold themselves to the roots (by descriptor); a shell command is held
 		// only where the backend enforces them.
 		Enforced: req.Tool.Name != s.CommandTool || caps.Enforced(),
-		OnWait:   req.OnWait,
-		Scratch:  d.Scratch,
-		TempDir:  d.TempDir,
+		// The kernel sandbox hides deny_names files and credential stores from commands; a
+		// container keeps the host's credential stores out but mounts the workspace whole,
+		// its .env included.
+		SecretsHidden: caps.KernelSandbox,
+		Confined:      caps.FilesystemIsolation || caps.KernelSandbox && caps.NetworkIsolation,
+		OnWait:        req.OnWait,
+		Scratch:       d.Scratch,
+		TempDir:       d.TempDir,
 	}
 	// What a person is shown is built only when the gate gets that far: a call that runs
 	// unasked pays nothing for it.

@@ -138,15 +138,18 @@ func (cx Context) inWorkspace(c string) (string, bool) {
 	return "", false
 }
 
-// reachesProtected reports whether a path a command acts on is a protected file, or, when
-// the action is recursive or a glob, a directory that holds one.
+// reachesProtected reports whether a path a command acts on is a protected file or lies in
+// a protected directory, or, when the action is recursive or a glob, is a directory that
+// holds one.
 func (cx Context) reachesProtected(info pathInfo, wide bool) bool {
 	if info.class == pathDynamic {
 		return false
 	}
 	c := info.clean
 	for _, p := range cx.Protected {
-		if c == p {
+		if c == p || strings.HasPrefix(c, strings.TrimSuffix(p, "/")+"/") {
+			// The file itself, or one inside a protected directory (the sessions, the
+			// approvals store).
 			return true
 		}
 		if wide && (c == "." && !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "..") ||

@@ -495,10 +495,10 @@ func (w *walker) redirectWrite(word *syntax.Word, seg string) {
 	if a.procSubst {
 		return
 	}
-	if w.namesAirlockState(a.text) {
+	info := w.classifyPath(a)
+	if w.namesAirlockState(a.text) || len(w.cx.Protected) > 0 && w.cx.reachesProtected(info, false) {
 		w.add(codeAirlockState, seg)
 	}
-	info := w.classifyPath(a)
 	switch info.class {
 	case pathHarmless:
 		return
