@@ -43,10 +43,10 @@ func (s *Step) Approve(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 		// File tools hold themselves to the roots (by descriptor); a shell command is held
 		// only where the backend enforces them.
 		Enforced: req.Tool.Name != s.CommandTool || caps.Enforced(),
-		// The kernel sandbox hides deny_names files and credential stores from commands; a
-		// container keeps the host's credential stores out but mounts the workspace whole,
-		// its .env included.
-		SecretsHidden: caps.KernelSandbox,
+		// The local kernel sandbox hides deny_names files and credential stores from
+		// commands; a container keeps the host's credential stores out but mounts the
+		// workspace whole, its .env included, and the SSH helper's sandbox is given roots only.
+		SecretsHidden: caps.HidesDenyNames,
 		Confined:      caps.FilesystemIsolation || caps.KernelSandbox && caps.NetworkIsolation,
 		OnWait:        req.OnWait,
 		Scratch:       d.Scratch,

@@ -152,6 +152,11 @@ type Capabilities struct {
 	// policy's write roots, read roots and network rules, so what a command does is held
 	// where it runs and not only by a reading of its text.
 	KernelSandbox bool
+	// HidesDenyNames: the kernel sandbox also keeps the policy's deny_names files under the
+	// roots, Airlock's own files and the credential stores unreadable, so a recursive read of
+	// the workspace cannot reach a secret. A sandbox given only roots (the SSH helper's) does
+	// not.
+	HidesDenyNames bool
 }
 
 // Enforced reports whether something beyond a reading of the command text holds a command

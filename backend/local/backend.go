@@ -240,6 +240,7 @@ func (e *Env) Describe() backend.Description {
 			WritableHostMounts: true,
 			ProcessTreeKill:    true,
 			KernelSandbox:      sb,
+			HidesDenyNames:     e.sandbox.HidesDenyNames(),
 			NetworkIsolation:   sb && !e.cfg.Sandbox.Network.Unrestricted || e.isolate != nil,
 		},
 		Limits: backend.Limits{

@@ -168,6 +168,9 @@ type layout struct {
 	// Notes say what the layout could not do (a root inside a protected path, a scan cut
 	// short).
 	Notes []string
+	// ScanCut is true when the deny_names scan stopped at its limit: matches beyond it are
+	// not protected.
+	ScanCut bool
 }
 
 // plan turns a policy into Landlock grants. It is pure over fsView.
@@ -214,6 +217,7 @@ func plan(p Policy, fs fsView) layout {
 				continue
 			}
 			if !scanHidden(fs, r, "", p.Hidden, &seen, limit, addProtected) {
+				l.ScanCut = true
 				l.Notes = append(l.Notes, fmt.Sprintf("deny_names scan stopped after %d entries: matches beyond it are not kernel-protected (the path policy still refuses them to the file tools)", limit))
 				break
 			}

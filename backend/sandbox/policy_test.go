@@ -149,8 +149,12 @@ func TestPlanScanLimit(t *testing.T) {
 	t.Parallel()
 	fs := newFakeFS("/ws/a", "/ws/b", "/ws/c", "/ws/d/.env")
 	l := plan(Policy{WriteRoots: []string{"/ws"}, SystemRead: []string{}, Hidden: func(string) bool { return false }, ScanLimit: 2}, fs)
-	if len(l.Notes) == 0 || !strings.Contains(l.Notes[0], "scan stopped after 2") {
-		t.Errorf("notes %q", l.Notes)
+	if len(l.Notes) == 0 || !strings.Contains(l.Notes[0], "scan stopped after 2") || !l.ScanCut {
+		t.Errorf("notes %q, scan cut %v", l.Notes, l.ScanCut)
+	}
+	// A whole scan leaves nothing unprotected.
+	if l := plan(Policy{WriteRoots: []string{"/ws"}, SystemRead: []string{}, Hidden: func(string) bool { return false }}, fs); l.ScanCut {
+		t.Errorf("scan of 5 entries cut: %q", l.Notes)
 	}
 }
 

@@ -525,6 +525,13 @@ func (s *Sandbox) Notes() []string {
 	return notes
 }
 
+// HidesDenyNames reports whether commands cannot read the deny_names files under the roots
+// (every match the scan found is protected: it was given a deny_names matcher and did not
+// stop at its limit), nor Airlock's files and the credential stores.
+func (s *Sandbox) HidesDenyNames() bool {
+	return s.Enforced() && s.policy.Hidden != nil && !s.currentLayout().ScanCut
+}
+
 // Protected lists the existing paths the sandbox keeps out, resolved.
 func (s *Sandbox) Protected() []string { return append([]string(nil), s.currentLayout().Protected...) }
 
