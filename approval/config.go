@@ -28,7 +28,7 @@ type Config struct {
 	AllowIrreversible bool `toml:"allow_irreversible" json:"allow_irreversible"`
 	// AskToRunCode asks a person before a command runs the project's code (go test, make,
 	// npm test, ./script.sh: runs_code, runs_script, interpreter_code) even where commands
-	// are confined — a container, or the kernel sandbox with the network not open — and
+	// are confined — a container or the kernel sandbox, with the network not open — and
 	// AllowWrite is on. Off by default: there the sandbox bounds what such code can do as it
 	// bounds a write, and asking a person for every build teaches them to approve without
 	// reading. Where nothing confines commands such code always asks.

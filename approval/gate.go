@@ -70,7 +70,7 @@ type Request struct {
 	// workspace then cannot reach a secret (see shellrisk.Context.SecretsHidden).
 	SecretsHidden bool
 	// Confined is true when what a command's code can do is bounded where it runs: a
-	// container, or the kernel sandbox with the network not open. Running the project's
+	// container or the kernel sandbox, with no network beyond an allowlist. Running the project's
 	// code is then bounded as a write is (see Config.AskToRunCode).
 	Confined bool
 	// Scratch and TempDir are the session's private directories and its $TMPDIR, from

@@ -47,10 +47,12 @@ func (s *Step) Approve(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 		// commands; a container keeps the host's credential stores out but mounts the
 		// workspace whole, its .env included, and the SSH helper's sandbox is given roots only.
 		SecretsHidden: caps.HidesDenyNames,
-		Confined:      caps.FilesystemIsolation || caps.KernelSandbox && caps.NetworkIsolation,
-		OnWait:        req.OnWait,
-		Scratch:       d.Scratch,
-		TempDir:       d.TempDir,
+		// Code that can reach the network can send what it reads (a container mounts the
+		// workspace whole): only a container or sandbox without the network bounds it.
+		Confined: (caps.FilesystemIsolation || caps.KernelSandbox) && caps.NetworkIsolation,
+		OnWait:   req.OnWait,
+		Scratch:  d.Scratch,
+		TempDir:  d.TempDir,
 	}
 	// What a person is shown is built only when the gate gets that far: a call that runs
 	// unasked pays nothing for it.
