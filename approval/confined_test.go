@@ -1,9 +1,17 @@
 package approval
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
 	"testing"
 
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/shellrisk"
+	"github.com/airlock-dev/airlock/terminal"
+	"github.com/airlock-dev/airlock/tool"
 )
 
 // Where commands run confines them decides what may run unasked: a recursive read of the
@@ -106,4 +114,64 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// capsEnv is an environment that only describes itself.
+type capsEnv struct{ caps backend.Capabilities }
+
+func (e capsEnv) Exec(context.Context, backend.Request) (backend.Result, error) {
+	return backend.Result{}, errors.New("not run")
+}
+func (e capsEnv) Describe() backend.Description {
+	return backend.Description{Kind: "test", Capabilities: e.caps}
+}
+func (e capsEnv) Close(context.Context) error { return nil }
+
+// The step tells the gate what the backend's capabilities enforce: a recursive read of the
+// workspace is safe only where the sandbox hides deny_names (not the SSH helper's sandbox,
+// given roots only, nor a container, which mounts the workspace whole), and the project's
+// code runs unasked only where a sandbox or container has no network.
+func TestStepConfinement(t *testing.T) {
+	t.Parallel()
+	local := backend.Capabilities{KernelSandbox: true, HidesDenyNames: true, NetworkIsolation: true, WritableHostMounts: true}
+	localOpen := local
+	localOpen.NetworkIsolation = false
+	sshSandbox := backend.Capabilities{KernelSandbox: true, NetworkIsolation: true}
+	dockerNet := backend.Capabilities{FilesystemIsolation: true, WritableHostMounts: true}
+	dockerNoNet := backend.Capabilities{FilesystemIsolation: true, NetworkIsolation: true, WritableHostMounts: true}
+	tests := []struct {
+		name    string
+		caps    backend.Capabilities
+		command string
+		allow   bool
+	}{
+		{"local grep", local, `grep -rn TODO .`, true},
+		{"local go test", local, `go test ./...`, true},
+		{"local network open go test", localOpen, `go test ./...`, false},
+		{"local network open grep", localOpen, `grep -rn TODO .`, true},
+		{"ssh sandbox grep", sshSandbox, `grep -rn TODO .`, false},
+		{"ssh sandbox go test", sshSandbox, `go test ./...`, true},
+		{"docker with network go test", dockerNet, `go test ./...`, false},
+		{"docker without network go test", dockerNoNet, `go test ./...`, true},
+		{"docker grep", dockerNoNet, `grep -rn TODO .`, false},
+		{"nothing enforced go test", backend.Capabilities{}, `go test ./...`, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			step := &Step{Gate: newGate(t, defaultConfig()), CommandTool: terminal.Name}
+			req := &pipeline.Request{
+				Call: pipeline.Call{ID: "c1"}, Tool: &tool.Tool{Definition: tool.Definition{Name: terminal.Name}},
+				Args: json.RawMessage(`{"command":` + strconv.Quote(tc.command) + `}`),
+				Env:  capsEnv{tc.caps}, SessionID: "s1",
+			}
+			v, err := step.Approve(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := v.Decision == pipeline.Allow; got != tc.allow {
+				t.Errorf("%q on %+v: %s %s (%s), want allow=%v", tc.command, tc.caps, v.Decision, v.Code, v.Message, tc.allow)
+			}
+		})
+	}
 }
