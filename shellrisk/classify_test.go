@@ -235,6 +235,24 @@ func BenchmarkClassify(b *testing.B) {
 			c.Classify(long)
 		}
 	})
+	// The raw alternative: parsing alone, the floor of any judgement on a parsed shell.
+	b.Run("parse_only_typical", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := parse(typical); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parse_only_long_4KB", func(b *testing.B) {
+		b.SetBytes(int64(len(long)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := parse(long); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // TestCommands checks the simple commands a verdict lists: what a differential test
