@@ -102,6 +102,13 @@ func (w *walker) valuePaths(p *program, s scanned, seg string) {
 	for _, v := range s.values {
 		if mode, ok := p.valuePaths[v.flag]; ok {
 			w.pathEffect(v.val, mode, false, seg)
+			continue
+		}
+		// --dump=FILE abbreviates --dump-variables=FILE, a flag whose value is only attached.
+		for _, k := range flagKeys(v.flag, p.valuePaths, true, p.wholeFlags) {
+			if strings.HasPrefix(k, "--") {
+				w.pathEffect(v.val, p.valuePaths[k], false, seg)
+			}
 		}
 	}
 }
