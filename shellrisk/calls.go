@@ -459,13 +459,13 @@ func (w *walker) queryOnly(p *program, s scanned, reason string) bool {
 	if w.rules.reasons[reason].risk == RiskDangerous {
 		for _, f := range s.flags {
 			name, _, _ := strings.Cut(f, "=")
-			if len(flagKeys(f, p.queryFlags, false, p.wholeFlags)) == 0 && !p.valueFlags[name] {
+			if len(flagKeys(optionPart(p, f), p.queryFlags, false, p.wholeFlags)) == 0 && !p.valueFlags[name] {
 				return false
 			}
 		}
 	}
 	for _, f := range s.flags {
-		for _, k := range flagKeys(f, p.flags, true, p.wholeFlags) {
+		for _, k := range flagKeys(optionPart(p, f), p.flags, true, p.wholeFlags) {
 			if w.rules.reasons[p.flags[k]].risk > RiskSafe {
 				return false
 			}

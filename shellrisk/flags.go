@@ -244,12 +244,26 @@ func flagKeys[V any](t string, m map[string]V, abbrev, whole bool) []string {
 	return out
 }
 
+// optionPart is the options of a short-option cluster without the value attached to its
+// last one: -p../out is -p with ../out, not -p -. -. -/ -o -u -t.
+func optionPart(p *program, f string) string {
+	if strings.HasPrefix(f, "--") || len(f) <= 2 || p.wholeFlags {
+		return f
+	}
+	for i := 1; i < len(f); i++ {
+		if k := "-" + f[i:i+1]; p.valueFlags[k] || p.optValues[k] {
+			return f[:i+1]
+		}
+	}
+	return f
+}
+
 func hasAny(p *program, flags []string, m map[string]bool, abbrev bool) bool {
 	if len(m) == 0 {
 		return false
 	}
 	for _, f := range flags {
-		if len(flagKeys(f, m, abbrev, p.wholeFlags)) > 0 {
+		if len(flagKeys(optionPart(p, f), m, abbrev, p.wholeFlags)) > 0 {
 			return true
 		}
 	}
@@ -292,7 +306,7 @@ func (w *walker) flagReasons(p *program, s scanned, seg string) {
 		if safeValue(p, s, s.flagAt[fi]) {
 			continue
 		}
-		for _, k := range flagKeys(f, p.flags, true, p.wholeFlags) {
+		for _, k := range flagKeys(optionPart(p, f), p.flags, true, p.wholeFlags) {
 			w.add(p.flags[k], seg)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 func (w *walker) operandPaths(p *program, s scanned, ops []arg, seg string) {
 	mode := p.paths
 	for _, f := range s.flags {
-		for _, k := range flagKeys(f, p.pathFlags, true, p.wholeFlags) {
+		for _, k := range flagKeys(optionPart(p, f), p.pathFlags, true, p.wholeFlags) {
 			mode = p.pathFlags[k]
 		}
 	}

@@ -119,7 +119,7 @@ func (w *walker) codeFlag(p *program, s scanned, in stdin, seg string) bool {
 	}
 	found := false
 	for fi, f := range s.flags {
-		keys := flagKeys(f, p.codeFlags, true, p.wholeFlags)
+		keys := flagKeys(optionPart(p, f), p.codeFlags, true, p.wholeFlags)
 		if len(keys) == 0 {
 			continue
 		}
