@@ -161,7 +161,7 @@ func TestStepConfinement(t *testing.T) {
 			t.Parallel()
 			step := &Step{Gate: newGate(t, defaultConfig()), CommandTool: terminal.Name}
 			req := &pipeline.Request{
-				Call: pipeline.Call{ID: "c1"}, Tool: &tool.Tool{Definition: tool.Definition{Name: terminal.Name}},
+				Call: pipeline.Call{ID: "c1"}, Tool: &tool.Tool{Definition: terminal.Definition(terminal.Options{})},
 				Args: json.RawMessage(`{"command":` + strconv.Quote(tc.command) + `}`),
 				Env:  capsEnv{tc.caps}, SessionID: "s1",
 			}
