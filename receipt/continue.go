@@ -151,7 +151,7 @@ func (l *Ledger) follow(state fileState) error {
 		l.size = int64(len(salvage))
 		l.lastLen = int64(len(salvage) - offsetOfLine(salvage, bytes.Count(salvage, []byte{'\n'})-1))
 	}
-	if err := l.appendLocked(Line{Event: EventContinued, Note: note}); err != nil {
+	if err := l.appendSpending(Line{Event: EventContinued, Note: note}); err != nil {
 		return err
 	}
 	syncDir(filepath.Dir(l.path))

@@ -65,6 +65,12 @@ type Ledger struct {
 	prev string
 	// lastLen is the length, with its newline, of the line that ends at size (0: none).
 	lastLen int64
+	// reserve is the space kept for receipts when the disk is full (see reserve.go).
+	reserve     *os.File
+	reserveSize int64
+	// writeLine and syncFile write and sync the ledger file; tests inject failures.
+	writeLine func(f *os.File, b []byte) (int, error)
+	syncFile  func(f *os.File) error
 }
 
 // ErrClosed is returned by Append after Close.
@@ -72,7 +78,16 @@ var ErrClosed = errors.New("ledger closed")
 
 // Open opens or creates the ledger at path. A torn last line left by a crash is cut off and
 // a ledger_recovered event, chained to the last good line, records its length and hash.
-func Open(path string) (*Ledger, error) {
+// The ledger keeps a reserve of [DefaultReserve] bytes beside it (see [WithReserve]); one
+// that cannot be allocated now is not an error here, but no call is dispatched until it is.
+func Open(path string, opts ...Option) (*Ledger, error) {
+	l := &Ledger{path: path, prev: genesis, size: -1, reserveSize: DefaultReserve,
+		writeLine: (*os.File).Write, syncFile: (*os.File).Sync}
+	for _, o := range opts {
+		if err := o(l); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
@@ -80,9 +95,9 @@ func Open(path string) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	l := &Ledger{f: f, path: path, prev: genesis, size: -1}
-	if err := l.withLock(func() error { return nil }); err != nil {
-		_ = f.Close()
+	l.f = f
+	if err := l.withLock(func() error { _ = l.ensureReserve(); return nil }); err != nil {
+		_ = l.Close()
 		return nil, err
 	}
 	return l, nil
@@ -98,13 +113,17 @@ func (l *Ledger) Append(event string, r *Receipt) error {
 	if l.f == nil {
 		return ErrClosed
 	}
-	return l.withLock(func() error { return l.appendLocked(Line{Event: event, Receipt: r}) })
+	return l.withLock(func() error { return l.appendSpending(Line{Event: event, Receipt: r}) })
 }
 
 // Close closes the file.
 func (l *Ledger) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.reserve != nil {
+		_ = l.reserve.Close()
+		l.reserve = nil
+	}
 	if l.f == nil {
 		return nil
 	}
@@ -208,7 +227,7 @@ func (l *Ledger) reloadTail() error {
 		}
 		sum := sha256.Sum256(torn)
 		note := fmt.Sprintf("cut a torn last line of %d bytes, sha256 %s", len(torn), hex.EncodeToString(sum[:]))
-		return l.appendLocked(Line{Event: EventRecovered, Note: note})
+		return l.appendSpending(Line{Event: EventRecovered, Note: note})
 	}
 	return nil
 }
@@ -235,16 +254,27 @@ func (l *Ledger) appendLocked(ln Line) error {
 	if err != nil {
 		return fmt.Errorf("ledger encode: %w", err)
 	}
-	if _, err := l.f.Write(append(data, '\n')); err != nil {
-		return fmt.Errorf("ledger write: %w", err)
+	// A line that is not durable is not left behind, whole or torn: the file is cut back to
+	// the last line that is, so that the chain stays whole.
+	if _, err := l.writeLine(l.f, append(data, '\n')); err != nil {
+		return errors.Join(fmt.Errorf("ledger write: %w", err), l.cutBack())
 	}
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("ledger sync: %w", err)
+	if err := l.syncFile(l.f); err != nil {
+		return errors.Join(fmt.Errorf("ledger sync: %w", err), l.cutBack())
 	}
 	l.seq = ln.Seq
 	l.prev = hash
 	l.size += int64(len(data) + 1)
 	l.lastLen = int64(len(data) + 1)
+	return nil
+}
+
+// cutBack removes whatever a failed write left after the last durable line.
+func (l *Ledger) cutBack() error {
+	if err := l.f.Truncate(l.size); err != nil {
+		return fmt.Errorf("ledger: cut back a line that was not written whole: %w", err)
+	}
+	_ = l.syncFile(l.f)
 	return nil
 }
 
