@@ -54,6 +54,10 @@ const (
 	CodeInvalidCallID = "invalid_call_id"
 	// CodeMissingToolName: a call without a name.
 	CodeMissingToolName = "missing_tool_name"
+	// CodeLedgerError: the call did not run because its dispatched receipt could not be made
+	// durable (the ledger's disk is full or failing), or an earlier call of its batch met
+	// that and the batch stopped. The message names the ledger.
+	CodeLedgerError = "ledger_error"
 )
 
 // Metadata is what the model and the operator learn about a call beyond its content.

@@ -149,9 +149,10 @@ func (p *Pipeline) RunBatch(ctx context.Context, calls []Call) []Result {
 	for i, c := range calls {
 		flights[i] = p.decide(ctx, c, i)
 	}
+	stop := &ledgerStop{}
 	tasks := make([]concurrency.Task, len(flights))
 	for i, f := range flights {
-		tasks[i] = concurrency.Task{Scope: p.scope(f), Run: func(ctx context.Context) { p.execute(ctx, f) }}
+		tasks[i] = concurrency.Task{Scope: p.scope(f), Run: func(ctx context.Context) { p.execute(ctx, f, stop) }}
 	}
 	timings := p.sched.Run(ctx, tasks)
 	out := make([]Result, len(flights))
@@ -373,23 +374,55 @@ type Scoper interface {
 	Scope(req *Request) []concurrency.PathAccess
 }
 
+// ledgerStop stops a batch once a call's dispatched line could not be made durable: the
+// ledger is full or failing, and every later call of the batch is refused without running.
+type ledgerStop struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (s *ledgerStop) set(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+func (s *ledgerStop) get() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// dispatch writes the call's dispatched line. No call runs without a durable record of it:
+// when the line cannot be written the call is refused, and so is the rest of the batch.
+func (p *Pipeline) dispatch(f *flight, stop *ledgerStop) bool {
+	if err := stop.get(); err != nil {
+		p.finish(f, StatusFailed, CodeLedgerError, "not run: the receipt ledger could not record an earlier call of this batch, so the batch stopped: "+err.Error(), receipt.NotExecuted)
+		return false
+	}
+	f.rec.DispatchStarted = true
+	f.rec.Outcome = receipt.Interrupted // until the handler says otherwise
+	if err := p.appendLedgerErr(receipt.EventDispatched, f.rec); err != nil {
+		f.rec.DispatchStarted = false
+		stop.set(err)
+		p.log.Error("ledger append failed; batch stopped", "call_id", f.call.ID, "event", receipt.EventDispatched, "error", err)
+		p.finish(f, StatusFailed, CodeLedgerError, "not run: the receipt ledger could not record that this call was dispatched: "+err.Error(), receipt.NotExecuted)
+		return false
+	}
+	return true
+}
+
 // execute runs an allowed call's handler and checks its output.
-func (p *Pipeline) execute(ctx context.Context, f *flight) {
+func (p *Pipeline) execute(ctx context.Context, f *flight, stop *ledgerStop) {
 	defer p.complete(f)
 	log := p.log.With("call_id", f.call.ID, "tool", f.call.Name)
 	if ctx.Err() != nil {
 		p.finish(f, StatusCancelled, CodeCancelled, "the batch was cancelled before this call started", receipt.NotExecuted)
 		return
 	}
-	if !p.preHooks(ctx, f, log) {
-		return
-	}
-	f.rec.DispatchStarted = true
-	f.rec.Outcome = receipt.Interrupted // until the handler says otherwise
-	if err := p.appendLedgerErr(receipt.EventDispatched, f.rec); err != nil {
-		// No run without a record of it.
-		f.rec.DispatchStarted = false
-		p.finish(f, StatusFailed, "ledger_error", "the receipt ledger could not be written: "+err.Error(), receipt.NotExecuted)
+	if !p.preHooks(ctx, f, log) || !p.dispatch(f, stop) {
 		return
 	}
 	timeout := f.tool.Timeout
