@@ -36,6 +36,9 @@ func TestHardeningInEffect(t *testing.T) {
 	if !slices.Contains(hc.SecurityOpt, "no-new-privileges:true") && !slices.Contains(hc.SecurityOpt, "no-new-privileges") {
 		t.Errorf("security opts: %v", hc.SecurityOpt)
 	}
+	if !slices.ContainsFunc(hc.SecurityOpt, func(o string) bool { return strings.HasPrefix(o, "seccomp={") }) {
+		t.Errorf("no seccomp profile of airlock's own in the security opts")
+	}
 	if hc.PidsLimit == nil || *hc.PidsLimit != 256 || hc.Memory != 256<<20 || hc.NanoCPUs != 1e9 {
 		t.Errorf("limits: pids %v memory %d cpus %d", hc.PidsLimit, hc.Memory, hc.NanoCPUs)
 	}

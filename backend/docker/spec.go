@@ -38,21 +38,23 @@ func helperTmpfsSize(binary int64) int64 {
 // spec is what the container is, in OCI runtime-spec terms. It is built once from the
 // configuration, hashed into the fingerprint, and translated once to Engine API types.
 type spec struct {
-	ImageID         string                  `json:"image_id"`
-	Session         string                  `json:"session,omitempty"`
-	Workdir         string                  `json:"workdir"`
-	User            string                  `json:"user"`
-	Env             []string                `json:"env"`
-	Network         string                  `json:"network"`
-	Runtime         string                  `json:"runtime,omitempty"`
-	ReadOnlyRootfs  bool                    `json:"read_only_rootfs"`
-	Agent           string                  `json:"agent"` // "off", "unusable" or the helper's "sha256:…"
-	NoNewPrivileges bool                    `json:"no_new_privileges"`
-	Init            bool                    `json:"init"`
-	CgroupNS        string                  `json:"cgroupns"` // "private": the container sees only its own cgroup
-	Mounts          []specs.Mount           `json:"mounts"`
-	Capabilities    specs.LinuxCapabilities `json:"capabilities"`
-	Resources       specs.LinuxResources    `json:"resources"`
+	ImageID         string   `json:"image_id"`
+	Session         string   `json:"session,omitempty"`
+	Workdir         string   `json:"workdir"`
+	User            string   `json:"user"`
+	Env             []string `json:"env"`
+	Network         string   `json:"network"`
+	Runtime         string   `json:"runtime,omitempty"`
+	ReadOnlyRootfs  bool     `json:"read_only_rootfs"`
+	Agent           string   `json:"agent"` // "off", "unusable" or the helper's "sha256:…"
+	NoNewPrivileges bool     `json:"no_new_privileges"`
+	// Seccomp is the SHA-256 of the container's seccomp profile (see seccomp.go).
+	Seccomp      string                  `json:"seccomp"`
+	Init         bool                    `json:"init"`
+	CgroupNS     string                  `json:"cgroupns"` // "private": the container sees only its own cgroup
+	Mounts       []specs.Mount           `json:"mounts"`
+	Capabilities specs.LinuxCapabilities `json:"capabilities"`
+	Resources    specs.LinuxResources    `json:"resources"`
 }
 
 // buildSpec turns a validated configuration into a spec. Host paths are resolved again here,
@@ -70,6 +72,7 @@ func buildSpec(cfg Config, imageID string, helper binaryInfo) (spec, error) {
 		ReadOnlyRootfs:  cfg.ReadOnlyRootfs,
 		NoNewPrivileges: true,
 		Init:            true,
+		Seccomp:         seccompHash(),
 		CgroupNS:        string(container.CgroupnsModePrivate),
 	}
 	switch {
@@ -204,7 +207,7 @@ func (s spec) engine(labels map[string]string) (*container.Config, *container.Ho
 		NetworkMode:    container.NetworkMode(s.Network),
 		CapDrop:        []string{"ALL"},
 		CapAdd:         s.Capabilities.Bounding,
-		SecurityOpt:    []string{"no-new-privileges:true"},
+		SecurityOpt:    []string{"seccomp=" + seccompJSON()},
 		ReadonlyRootfs: s.ReadOnlyRootfs,
 		Init:           &useInit,
 		Runtime:        s.Runtime,
@@ -213,8 +216,8 @@ func (s spec) engine(labels map[string]string) (*container.Config, *container.Ho
 		RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyDisabled},
 		CgroupnsMode:   container.CgroupnsMode(s.CgroupNS),
 	}
-	if !s.NoNewPrivileges {
-		hc.SecurityOpt = nil
+	if s.NoNewPrivileges {
+		hc.SecurityOpt = append(hc.SecurityOpt, "no-new-privileges:true")
 	}
 	for _, m := range s.Mounts {
 		switch m.Type {

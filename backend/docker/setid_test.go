@@ -1,0 +1,161 @@
+package docker_test
+
+import (
+	"archive/tar"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend/docker/dockertest"
+)
+
+// setidSpellings are the shell's ways to leave a setuid or setgid file or a device node in
+// the workspace: each must fail, or leave a file without the bits. $SRC is a setuid file on
+// a read-only volume (made on the host), setid.tar an archive with setuid, setgid and
+// device members.
+var setidSpellings = []string{
+	"echo x > chmod-num && chmod 4755 chmod-num",
+	"echo x > chmod-us && chmod u+s chmod-us",
+	"echo x > chmod-gs && chmod g+s chmod-gs",
+	"mkdir dir-gs && chmod g+s dir-gs",
+	"mkdir dir-2755 && chmod 2755 dir-2755",
+	"cp -p $SRC cp-p",
+	"cp -a $SRC cp-a",
+	"cp $SRC cp-plain",
+	"mkdir tar-x && tar -xpf setid.tar -C tar-x",
+	"echo x > chown-suid && chmod 4755 chown-suid; chown $(id -u):$(id -g) chown-suid",
+	"mknod char-dev c 1 3",
+	"mknod block-dev b 7 0",
+	"mknod whiteout c 0 0",
+	"./setidattack .",
+}
+
+var setidAttack struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// setidAttackBinary builds testdata/setidattack, a static program that tries the system
+// calls themselves (open, creat and openat2 with a setuid mode, O_TMPFILE, fchmodat2,
+// mknod of a whiteout, io_uring).
+func setidAttackBinary(t *testing.T) string {
+	t.Helper()
+	setidAttack.once.Do(func() {
+		dir, err := os.MkdirTemp("", "airlock-setidattack-")
+		if err != nil {
+			setidAttack.err = err
+			return
+		}
+		setidAttack.path = filepath.Join(dir, "setidattack")
+		cmd := exec.Command("go", "build", "-o", setidAttack.path, "./testdata/setidattack")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		setidAttack.out, setidAttack.err = cmd.CombinedOutput()
+	})
+	if setidAttack.err != nil {
+		t.Fatalf("build setidattack: %v\n%s", setidAttack.err, setidAttack.out)
+	}
+	return setidAttack.path
+}
+
+// TestNoSetidOrDeviceOnHostMount: commands, through the backend, try every spelling of a
+// setuid or setgid file or a device node on the workspace mount. On the host afterwards no
+// file in the workspace has either bit or is a device; ordinary modes, FIFOs and sockets
+// still work.
+func TestNoSetidOrDeviceOnHostMount(t *testing.T) {
+	for _, mode := range []string{docker.ModeAgent, docker.ModeExec} {
+		t.Run(mode, func(t *testing.T) {
+			ws := dockertest.Workspace(t)
+			src := dockertest.Workspace(t)
+			prepareSetidSources(t, ws, src, setidAttackBinary(t))
+			cfg := testConfig(t, ws, mode)
+			cfg.Volumes = append(cfg.Volumes, docker.Volume{Host: src, Container: "/src", ReadOnly: true})
+			cfg.ReuseContainer = false
+			env := newEnv(t, cfg)
+
+			var log strings.Builder
+			for _, cmd := range setidSpellings {
+				res := mustExec(t, env, backend.Request{Command: "SRC=/src/suid; " + cmd, Dir: "/workspace"})
+				log.WriteString("$ " + cmd + "\n" + string(res.Stdout) + string(res.Stderr))
+			}
+			// The commands did run: what they may do is there.
+			if got := sh(t, env, "cd /workspace && echo x > ctl && chmod 700 ctl && stat -c %a ctl && ls tar-x"); !strings.HasPrefix(got, "700\n") || !strings.Contains(got, "plain") {
+				t.Errorf("ordinary chmod or tar x: %q", got)
+			}
+			if out := log.String(); !strings.Contains(out, "control-mkfifo ok") || !strings.Contains(out, "control-chmod-0700 ok") {
+				t.Errorf("the attack program did not run, or ordinary calls fail:\n%s", out)
+			}
+			if bad := setidOrDevices(t, ws); len(bad) > 0 {
+				t.Errorf("left on the host: %s\ncommands said:\n%s", strings.Join(bad, ", "), log.String())
+			}
+		})
+	}
+}
+
+// prepareSetidSources puts a setuid file (harmless data) on the read-only volume src, and
+// into ws the attack program and an archive whose members ask for setuid, setgid and a
+// device.
+func prepareSetidSources(t *testing.T, ws, src, attack string) {
+	t.Helper()
+	suid := filepath.Join(src, "suid")
+	must(t, os.WriteFile(suid, []byte("marker\n"), 0o755))
+	must(t, os.Chmod(suid, 0o755|fs.ModeSetuid|fs.ModeSetgid))
+	b, err := os.ReadFile(attack)
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(ws, "setidattack"), b, 0o755))
+	f, err := os.Create(filepath.Join(ws, "setid.tar"))
+	must(t, err)
+	tw := tar.NewWriter(f)
+	for _, h := range []*tar.Header{
+		{Name: "plain", Mode: 0o755, Typeflag: tar.TypeReg, Size: 2},
+		{Name: "tar-suid", Mode: 0o4755, Typeflag: tar.TypeReg, Size: 2},
+		{Name: "tar-sgid", Mode: 0o2755, Typeflag: tar.TypeReg, Size: 2},
+		{Name: "tar-sgid-dir/", Mode: 0o2755, Typeflag: tar.TypeDir},
+		{Name: "tar-char", Mode: 0o666, Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 3},
+		{Name: "tar-whiteout", Mode: 0o600, Typeflag: tar.TypeChar},
+	} {
+		must(t, tw.WriteHeader(h))
+		if h.Size > 0 {
+			_, err := tw.Write([]byte("x\n"))
+			must(t, err)
+		}
+	}
+	must(t, tw.Close())
+	must(t, f.Close())
+}
+
+// setidOrDevices lists every file under dir with a setuid or setgid bit, or that is a
+// device node.
+func setidOrDevices(t *testing.T, dir string) []string {
+	t.Helper()
+	var bad []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if m := fi.Mode(); m&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeDevice|fs.ModeCharDevice) != 0 {
+			bad = append(bad, strings.TrimPrefix(p, dir+"/")+" ("+m.String()+")")
+		}
+		return nil
+	})
+	must(t, err)
+	return bad
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
