@@ -19,6 +19,13 @@ func (s *server) startCommand(ctx context.Context, spec procgroup.Spec) (procgro
 	if s.opts.TempDir != "" {
 		spec.Env = sandbox.ScratchEnv(spec.Env, s.opts.TempDir, s.opts.Sandbox.Enforced())
 	}
+	if s.opts.Spawner != nil {
+		proc, err := s.opts.Spawner.start(spec)
+		if err != nil {
+			return procgroup.Outcome{}, err
+		}
+		return proc.Wait(ctx), nil
+	}
 	var proc *procgroup.Process
 	var startErr error
 	// Only the fork and exec run on the restricted thread, which is held for the command

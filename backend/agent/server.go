@@ -37,6 +37,9 @@ type ServeOptions struct {
 	// commands' private TMPDIR.
 	Sandbox *sandbox.Sandbox
 	TempDir string
+	// Spawner, when set, starts every command as another user than the helper's real one
+	// (see runas.go); it excludes Sandbox.
+	Spawner *Spawner
 }
 
 // Serve reads requests from r and answers on w until r ends, ctx is done or the framing

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,9 +23,10 @@ import (
 // request.
 func init() {
 	register(command{name: "agent", summary: "run the resident command helper (started by backends, speaks on stdin/stdout)", run: func(args []string, s stdio) int {
-		fs := newFlagSet("agent", "agent [--shell SH] [--touch FILE]  (started by the docker and ssh backends; speaks the helper protocol on stdin/stdout)", s)
+		fs := newFlagSet("agent", "agent [--shell SH] [--touch FILE] [--run-as UID:GID]  (started by the docker and ssh backends; speaks the helper protocol on stdin/stdout)", s)
 		touch := fs.String("touch", "", "file whose mtime is set each time a command starts (a last-use mark for gc)")
 		shell := fs.String("shell", "/bin/sh", "shell that runs command strings")
+		runAs := fs.String("run-as", "", "UID:GID commands run as, while the helper, started as root, keeps root as its real user so that commands cannot signal it")
 		buildSandbox := agentSandbox(fs)
 		if code, done := parseFlags(fs, args); done {
 			return code
@@ -51,10 +53,24 @@ func init() {
 			return 1
 		}
 		defer cleanup()
+		var spawner *agent.Spawner
+		if *runAs != "" {
+			r, err := agent.ParseRunAs(*runAs)
+			if err == nil && sb != nil {
+				err = errors.New("run-as: not with a kernel sandbox")
+			}
+			if err == nil {
+				spawner, err = r.Enter()
+			}
+			if err != nil {
+				fmt.Fprintln(s.err, "airlock agent:", err)
+				return 1
+			}
+		}
 		prewarmThreads(agentThreads)
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		defer stop()
-		if err := agent.Serve(ctx, pollable(s.in), s.out, agent.ServeOptions{Shell: *shell, TouchFile: *touch, Sandbox: sb, TempDir: tmp}); err != nil {
+		if err := agent.Serve(ctx, pollable(s.in), s.out, agent.ServeOptions{Shell: *shell, TouchFile: *touch, Sandbox: sb, TempDir: tmp, Spawner: spawner}); err != nil {
 			fmt.Fprintln(s.err, "airlock agent:", err)
 			return 1
 		}
