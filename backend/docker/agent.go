@@ -131,11 +131,18 @@ func (e *Env) startAgent(ctx context.Context, id string) (*agentConn, error) {
 	if !e.cfg.ReadOnlyRootfs {
 		args = append(args, "--touch", lastUseFile)
 	}
+	// Started as root, the helper keeps root as its real user and runs commands as theirs,
+	// so that no command can signal it (see agent.RunAs).
+	user := e.cfg.User
+	if e.spec.HelperRunAs != "" {
+		user = mainUser
+		args = append(args, "--run-as", e.spec.HelperRunAs)
+	}
 	cmd := info.bin.Argv(exe, libDir, args...)
 	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
 	x, err := e.cli.ContainerExecCreate(cctx, id, container.ExecOptions{
-		User: e.cfg.User, Cmd: cmd, WorkingDir: "/",
+		User: user, Cmd: cmd, WorkingDir: "/",
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 	})
 	if err != nil {

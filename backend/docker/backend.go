@@ -256,6 +256,9 @@ func (e *Env) Describe() backend.Description {
 	if strings.HasPrefix(e.cfg.User, "0") || strings.HasPrefix(e.cfg.User, "root") {
 		d.Notes = append(d.Notes, "commands run as root inside the container (environment.docker.user)")
 	}
+	if d.Mode == ModeAgent && e.spec.HelperRunAs == "" {
+		d.Notes = append(d.Notes, "the resident helper runs as the commands' own user ("+e.cfg.User+"), so a command can signal it and end the session's helper; set environment.docker.user to numbers, UID:GID, other than root's, to run it apart")
+	}
 	if d.Mode == ModeExec {
 		d.Notes = append(d.Notes, "exec mode kills each command's process group; a process that leaves it with setsid can outlive its command inside the container until it is removed (the resident helper, a subreaper, does not have that gap)")
 	}

@@ -36,13 +36,15 @@ const (
 	labelLastUse     = "dev.airlock.last-use-file"
 )
 
-// markDir holds the helper and the last-use mark. It is root-owned and writable by root
-// only, so commands (running as another user) cannot replace the helper: a directory of the
+// markDir holds the helper. It is root-owned and writable by root only, so commands
+// (running as another user) can neither write nor replace anything in it: a directory of the
 // root filesystem made when the container is created or, when the root filesystem is
-// read-only, a tmpfs of its own. The helper is checked there before every start.
+// read-only, a tmpfs of its own. The helper is checked there before every start. The
+// last-use mark, which commands in exec mode touch themselves and which holds nothing but a
+// time read by gc, lives beside it, not in it.
 const (
 	markDir     = "/.airlock"
-	lastUseFile = markDir + "/last-use"
+	lastUseFile = "/.airlock-last-use"
 )
 
 func (e *Env) inspectImage(ctx context.Context) (image.InspectResponse, error) {

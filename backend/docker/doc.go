@@ -1,8 +1,10 @@
 // Package docker runs commands in a hardened container through the Docker Engine API.
 //
 // It is the backend for untrusted, agent-written code. The container is the boundary, so it
-// is built to be one by default: every capability dropped (an add-list is configurable),
-// no-new-privileges, pids, memory and CPU limits (always: 0 is refused, not read as "none"),
+// is built to be one by default: every capability dropped (an add-list is configurable;
+// with the resident helper the container adds CAP_SETUID and CAP_SETGID, which only the
+// helper holds), no-new-privileges, a seccomp profile that refuses setuid and setgid modes
+// and device nodes (nosuid,nodev protect only inside the container; see seccomp.go), pids, memory and CPU limits (always: 0 is refused, not read as "none"),
 // no network, a non-root user, /tmp as a tmpfs, an init process that reaps zombies, and
 // only the exact host directories the configuration names mounted — never /, /etc, a home
 // directory's root, a Docker or containerd socket (the configured daemon's included) or a
@@ -21,7 +23,7 @@
 // container is found by name (prefix + fingerprint) and its fingerprint label is checked, so
 // a different configuration, or another helper binary, always gets a container of its own. Containers carry labels naming their owner, session, creating
 // process and idle TTL; [GC] (airlock gc) removes those whose session is gone or whose idle
-// TTL passed. Idle time is measured from the modification time of /.airlock/last-use inside
+// TTL passed. Idle time is measured from the modification time of /.airlock-last-use inside
 // the container, which every command touches, or from the container's start when the root
 // filesystem is read-only.
 //
@@ -29,7 +31,10 @@
 // copied in once) over one attached exec stream, which costs about a millisecond per
 // command instead of the ~45 ms of a docker exec. The helper lives in /.airlock, which only
 // root can write: a directory of the root filesystem, or a tmpfs of its own when the root
-// filesystem is read-only. Before each start of the helper an exec as root checks that
+// filesystem is read-only. When commands run as a numeric user other than root (always with
+// user "auto"), the helper starts as root and keeps root as its real user while it acts as
+// theirs, so that no command can signal it (see [agent.RunAs]); the container's main process
+// runs as root for the same reason. Before each start of the helper an exec as root checks that
 // directory and the binary's SHA-256, and installs the binary again if anything differs. When the helper cannot run — another CPU
 // architecture, a dynamically linked binary, a failed start, or it died twice — the backend
 // falls back to one exec per command, wrapped in a small sh script that gives the command its

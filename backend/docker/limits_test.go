@@ -48,7 +48,7 @@ func TestLimitsAgainstDaemon(t *testing.T) {
 		}
 	}
 	uid, gid := sh(t, env, "id -u"), sh(t, env, "id -g")
-	if f := strings.Fields(sh(t, env, "ls -ln /.airlock/last-use")); len(f) < 4 || f[0] != "-rw-r--r--" || f[2] != uid || f[3] != gid {
+	if f := strings.Fields(sh(t, env, "ls -ln /.airlock-last-use")); len(f) < 4 || f[0] != "-rw-r--r--" || f[2] != uid || f[3] != gid {
 		t.Errorf("last-use mark: %q", f)
 	}
 	// The helper's writes: a new file and the directory made for it are not world-writable.

@@ -36,33 +36,33 @@ var setidSpellings = []string{
 	"./setidattack .",
 }
 
-var setidAttack struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
+var testPrograms struct {
+	sync.Mutex
+	built map[string]string
 }
 
-// setidAttackBinary builds testdata/setidattack, a static program that tries the system
-// calls themselves (open, creat and openat2 with a setuid mode, O_TMPFILE, fchmodat2,
-// mknod of a whiteout, io_uring).
-func setidAttackBinary(t *testing.T) string {
+// testProgram builds testdata/NAME, a static program that a test runs inside the container
+// as a command, once per test process.
+func testProgram(t *testing.T, name string) string {
 	t.Helper()
-	setidAttack.once.Do(func() {
-		dir, err := os.MkdirTemp("", "airlock-setidattack-")
-		if err != nil {
-			setidAttack.err = err
-			return
-		}
-		setidAttack.path = filepath.Join(dir, "setidattack")
-		cmd := exec.Command("go", "build", "-o", setidAttack.path, "./testdata/setidattack")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		setidAttack.out, setidAttack.err = cmd.CombinedOutput()
-	})
-	if setidAttack.err != nil {
-		t.Fatalf("build setidattack: %v\n%s", setidAttack.err, setidAttack.out)
+	testPrograms.Lock()
+	defer testPrograms.Unlock()
+	if p, ok := testPrograms.built[name]; ok {
+		return p
 	}
-	return setidAttack.path
+	dir, err := os.MkdirTemp("", "airlock-"+name+"-")
+	must(t, err)
+	p := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", p, "./testdata/"+name)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", name, err, out)
+	}
+	if testPrograms.built == nil {
+		testPrograms.built = map[string]string{}
+	}
+	testPrograms.built[name] = p
+	return p
 }
 
 // TestNoSetidOrDeviceOnHostMount: commands, through the backend, try every spelling of a
@@ -74,7 +74,7 @@ func TestNoSetidOrDeviceOnHostMount(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			ws := dockertest.Workspace(t)
 			src := dockertest.Workspace(t)
-			prepareSetidSources(t, ws, src, setidAttackBinary(t))
+			prepareSetidSources(t, ws, src, testProgram(t, "setidattack"))
 			cfg := testConfig(t, ws, mode)
 			cfg.Volumes = append(cfg.Volumes, docker.Volume{Host: src, Container: "/src", ReadOnly: true})
 			cfg.ReuseContainer = false
@@ -107,9 +107,7 @@ func prepareSetidSources(t *testing.T, ws, src, attack string) {
 	suid := filepath.Join(src, "suid")
 	must(t, os.WriteFile(suid, []byte("marker\n"), 0o755))
 	must(t, os.Chmod(suid, 0o755|fs.ModeSetuid|fs.ModeSetgid))
-	b, err := os.ReadFile(attack)
-	must(t, err)
-	must(t, os.WriteFile(filepath.Join(ws, "setidattack"), b, 0o755))
+	copyProgram(t, attack, ws)
 	f, err := os.Create(filepath.Join(ws, "setid.tar"))
 	must(t, err)
 	tw := tar.NewWriter(f)
@@ -158,4 +156,12 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// copyProgram puts the program at p into dir, executable.
+func copyProgram(t *testing.T, p, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(dir, filepath.Base(p)), b, 0o755))
 }

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/airlock-dev/airlock/backend/agent"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -35,19 +37,31 @@ func helperTmpfsSize(binary int64) int64 {
 	return max(64*mib, (2*binary+mib-1)/mib*mib)
 }
 
+// helperCaps are what the helper needs to start commands as their user; commands, which run
+// as that user with no-new-privileges, never hold them.
+var helperCaps = []string{"CAP_SETGID", "CAP_SETUID"}
+
+// mainUser runs the container's main process (the init and its sleep): root, so that no
+// command can end it, and with it the container and the helper.
+const mainUser = "0:0"
+
 // spec is what the container is, in OCI runtime-spec terms. It is built once from the
 // configuration, hashed into the fingerprint, and translated once to Engine API types.
 type spec struct {
-	ImageID         string   `json:"image_id"`
-	Session         string   `json:"session,omitempty"`
-	Workdir         string   `json:"workdir"`
-	User            string   `json:"user"`
-	Env             []string `json:"env"`
-	Network         string   `json:"network"`
-	Runtime         string   `json:"runtime,omitempty"`
-	ReadOnlyRootfs  bool     `json:"read_only_rootfs"`
-	Agent           string   `json:"agent"` // "off", "unusable" or the helper's "sha256:…"
-	NoNewPrivileges bool     `json:"no_new_privileges"`
+	ImageID        string   `json:"image_id"`
+	Session        string   `json:"session,omitempty"`
+	Workdir        string   `json:"workdir"`
+	User           string   `json:"user"`
+	Env            []string `json:"env"`
+	Network        string   `json:"network"`
+	Runtime        string   `json:"runtime,omitempty"`
+	ReadOnlyRootfs bool     `json:"read_only_rootfs"`
+	Agent          string   `json:"agent"` // "off", "unusable" or the helper's "sha256:…"
+	// HelperRunAs, when set, is the uid:gid the helper, started as root, runs commands as
+	// while it keeps root as its real user (see [agent.RunAs]); the container then adds
+	// CAP_SETUID and CAP_SETGID, which only the helper holds.
+	HelperRunAs     string `json:"helper_run_as,omitempty"`
+	NoNewPrivileges bool   `json:"no_new_privileges"`
 	// Seccomp is the SHA-256 of the container's seccomp profile (see seccomp.go).
 	Seccomp      string                  `json:"seccomp"`
 	Init         bool                    `json:"init"`
@@ -82,6 +96,9 @@ func buildSpec(cfg Config, imageID string, helper binaryInfo) (spec, error) {
 		s.Agent = "unusable"
 	default:
 		s.Agent = "sha256:" + helper.sha
+		if _, err := agent.ParseRunAs(cfg.User); err == nil {
+			s.HelperRunAs = cfg.User
+		}
 	}
 	env := map[string]string{"PATH": containerPath, "HOME": "/tmp"}
 	for k, v := range cfg.Env {
@@ -126,7 +143,11 @@ func buildSpec(cfg Config, imageID string, helper binaryInfo) (spec, error) {
 		}
 		caps = append(caps, c)
 	}
+	if s.HelperRunAs != "" {
+		caps = append(caps, helperCaps...)
+	}
 	sort.Strings(caps)
+	caps = slices.Compact(caps)
 	s.Capabilities = specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps}
 
 	if cfg.Memory > 0 {
@@ -198,7 +219,7 @@ func (s spec) engine(labels map[string]string) (*container.Config, *container.Ho
 		Image:      s.ImageID,
 		Cmd:        mainCommand,
 		Env:        s.Env,
-		User:       s.User,
+		User:       mainUser,
 		WorkingDir: s.Workdir,
 		Labels:     labels,
 	}
