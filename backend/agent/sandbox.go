@@ -44,10 +44,18 @@ func (s *server) startCommand(ctx context.Context, spec procgroup.Spec) (procgro
 	return proc.Wait(ctx), nil
 }
 
-// sandboxHello is what the server's hello says about the sandbox.
-func sandboxHello(sb *sandbox.Sandbox) (bool, []string) {
+// sandboxHello is what the server's hello says about the sandbox: the helper's own
+// isolation (its namespaces) first, then the kernel sandbox each command gets.
+func sandboxHello(opts ServeOptions) (bool, []string) {
+	sb := opts.Sandbox
 	if sb == nil {
+		if len(opts.Isolation) > 0 {
+			return true, append(append([]string(nil), opts.Isolation...), "sandbox: no Landlock or seccomp on top (the helper was started without)")
+		}
 		return false, []string{"sandbox: not enforced (the helper was started without one)"}
+	}
+	if len(opts.Isolation) > 0 {
+		return true, append(append([]string(nil), opts.Isolation...), sb.Notes()...)
 	}
 	return sb.Enforced(), sb.Notes()
 }

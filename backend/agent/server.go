@@ -40,6 +40,9 @@ type ServeOptions struct {
 	// Spawner, when set, starts every command as another user than the helper's real one
 	// (see runas.go); it excludes Sandbox.
 	Spawner *Spawner
+	// Isolation says what isolates the helper itself (its namespaces), for the hello; a
+	// helper that has some counts as enforcing whatever Sandbox says.
+	Isolation []string
 }
 
 // Serve reads requests from r and answers on w until r ends, ctx is done or the framing
@@ -53,7 +56,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 		opts.Logger = hclog.NewNullLogger()
 	}
 	s := &server{opts: opts, w: w, procs: map[uint32]*proc{}, owners: sockowner.New()}
-	enforced, notes := sandboxHello(opts.Sandbox)
+	enforced, notes := sandboxHello(opts)
 	if err := s.send(frameHello, 0, mustJSON(hello{Version: ProtocolVersion, Role: "server", PID: os.Getpid(), SandboxEnforced: enforced, SandboxNotes: notes})); err != nil {
 		return fmt.Errorf("agent: send hello: %w", err)
 	}

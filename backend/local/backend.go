@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,8 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/agent"
 	"github.com/airlock-dev/airlock/backend/sandbox"
-	"github.com/airlock-dev/airlock/backend/sockowner"
 )
 
 var _ backend.Environment = (*Env)(nil)
@@ -46,9 +47,14 @@ type Config struct {
 	// as its egress proxy).
 	OnClose func() error
 	// Attribute, when set, is handed the function that names the call behind a connection
-	// to the egress proxy (which command holds its client end; see package sockowner):
-	// every command of a call is tracked for it while it runs.
+	// to the egress proxy (which command holds its client end; see package sockowner). The
+	// helper runs commands now, out of this process's sight: it is kept for the record's
+	// sake and refusals through the fixed port (fallback mode) are unattributed.
 	Attribute func(backend.ConnOwner)
+	// ServeCall, when set ([network] mode "allowlist"), answers as the egress proxy on a
+	// socket of one call's own: the helper then runs in a network namespace of its own and
+	// relays each command's connections there.
+	ServeCall func(ln net.Listener, callID string) (release func())
 }
 
 // DefaultConfig returns the defaults that Validate fills in.
@@ -98,6 +104,9 @@ func (c Config) Validate() error {
 		return errors.New("local: kill_grace: must not be negative")
 	case c.Network != "" && c.Network != NetworkHost && c.Network != NetworkNone:
 		return errors.New(`local: network: must be "host" or "none"`)
+	case c.Sandbox.Mode != "" && c.Sandbox.Mode != sandbox.ModeAuto && c.Sandbox.Mode != sandbox.ModeNamespaces &&
+		c.Sandbox.Mode != sandbox.ModeLandlock && c.Sandbox.Mode != sandbox.ModeOff:
+		return fmt.Errorf("local: sandbox: %q is not one of auto, namespaces, landlock, off", c.Sandbox.Mode)
 	}
 	return nil
 }
@@ -121,22 +130,27 @@ func WithLogger(l hclog.Logger) Option {
 	}
 }
 
-// Env is a local workspace.
+// Env is a local workspace. Its commands and file operations run in a resident helper, a
+// child process started once per session (see sandbox.go): Airlock's own process runs
+// nothing of the agent's.
 type Env struct {
 	cfg       Config
 	workspace string // absolute, symlinks resolved
 	policy    backend.EnvPolicy
 	log       hclog.Logger
-	// isolate, when set, puts each command in namespaces of its own (Network "none").
-	isolate func(*syscall.SysProcAttr)
 
-	// owners tracks which call each running command is for, when refusals of the egress
-	// proxy are attributed to calls (Config.Attribute).
-	owners *sockowner.Table
-
-	sandbox     *sandbox.Sandbox
-	sandboxNote string
-	tempDir     string
+	helper    *agent.Helper
+	isolation string // isolationNamespaces or isolationChild
+	fallback  string // why the helper has no namespaces, in mode auto
+	note      string // the line every result carries
+	tempDir   string
+	egressDir []string // the calls' egress sockets' directory, with ServeCall
+	// guards and writeRoots explain a refusal in a result's notes (explain.go).
+	guards     []guarded
+	writeRoots []string
+	// hidesDenyNames: commands cannot read the deny_names matches the helper's start found
+	// (the scan was complete) nor the credential stores (see Capabilities.HidesDenyNames).
+	hidesDenyNames bool
 
 	mu     sync.Mutex
 	closed bool
@@ -191,40 +205,66 @@ func New(cfg Config, opts ...Option) (*Env, error) {
 		policy:    backend.EnvPolicy{Passthrough: cfg.EnvPassthrough},
 		log:       o.logger.Named("local"),
 	}
-	if err := e.openSandbox(cfg.Sandbox, o.probe); err != nil {
+	if err := e.setupEgress(); err != nil {
 		return nil, err
 	}
-	if n := cfg.Sandbox.Network; len(n.ConnectTCP)+len(n.BindTCP) > 0 && !e.sandbox.Enforced() {
-		_ = e.sandbox.Close()
-		_ = os.RemoveAll(e.tempDir)
-		return nil, errors.New(`local: [network] mode = "allowlist" confines commands to the egress proxy's port with Landlock network rules, and the kernel sandbox is not enforced here (` + e.sandbox.Notes()[0] + `); use the docker backend, or mode "none" or "open"`)
+	if err := e.startHelper(cfg.Sandbox, o.probe); err != nil {
+		e.removeDirs()
+		return nil, err
 	}
-	n := cfg.Sandbox.Network
-	sandboxDeniesNetwork := e.sandbox.Enforced() && !n.Unrestricted && len(n.ConnectTCP)+len(n.BindTCP) == 0
-	// With the kernel sandbox enforcing "no network" (Landlock: no TCP connect or bind;
-	// seccomp: no UDP, raw or foreign sockets, and no new namespaces), none is delivered;
-	// otherwise each command gets a network namespace of its own.
-	if cfg.Network == NetworkNone && !sandboxDeniesNetwork {
-		if err := probeNetworkNone(cfg.Shell); err != nil {
-			_ = e.sandbox.Close()
-			_ = os.RemoveAll(e.tempDir)
-			return nil, err
-		}
-		e.isolate = netnsIsolation()
+	if err := e.checkNetwork(); err != nil {
+		_ = e.helper.Close()
+		e.removeDirs()
+		return nil, err
 	}
-	if cfg.Attribute != nil {
-		e.owners = sockowner.New()
-		cfg.Attribute(e.owners.Owner)
-	}
+	e.note = e.summary()
 	return e, nil
+}
+
+// noNetwork reports whether commands are to have no network at all: [network] mode "none",
+// or no mode given and a sandbox that grants no TCP.
+func (e *Env) noNetwork() bool {
+	n := e.cfg.Sandbox.Network
+	switch {
+	case e.cfg.Network == NetworkNone:
+		return true
+	case e.cfg.Network != "" || e.cfg.ServeCall != nil || e.cfg.Sandbox.Mode == sandbox.ModeOff:
+		return false
+	}
+	return !n.Unrestricted && len(n.ConnectTCP)+len(n.BindTCP) == 0
+}
+
+// checkNetwork refuses a network mode the helper does not deliver: without its own network
+// namespace, none and allowlist rest on Landlock's TCP rules, which must then be enforced.
+func (e *Env) checkNetwork() error {
+	if e.isolation == isolationNamespaces || e.enforced() {
+		return nil
+	}
+	n := e.cfg.Sandbox.Network
+	switch {
+	case len(n.ConnectTCP)+len(n.BindTCP) > 0:
+		return errors.New(`local: [network] mode = "allowlist" needs the helper's network namespace or Landlock's TCP rules, and neither is available here (` + e.fallback + `); use the docker backend, or mode "none" or "open"`)
+	case e.cfg.Network == NetworkNone && !n.Unrestricted:
+		return errors.New(`local: [network] mode = "none" needs the helper's network namespace or Landlock's TCP rules, and neither is available here (` + e.fallback + `); run as root, enable user namespaces, use the docker backend, or set [network] mode = "open"`)
+	}
+	return nil
+}
+
+func (e *Env) removeDirs() {
+	_ = os.RemoveAll(e.tempDir)
+	for _, d := range e.egressDir {
+		_ = os.RemoveAll(d)
+	}
 }
 
 // Workspace returns the workspace's absolute host path with symlinks resolved.
 func (e *Env) Workspace() string { return e.workspace }
 
-// Describe reports a host process environment and what the kernel sandbox enforces.
+// Describe reports a host process environment and what the helper and the kernel sandbox
+// enforce.
 func (e *Env) Describe() backend.Description {
-	sb := e.sandbox.Enforced()
+	sb := e.enforced()
+	ns := e.isolation == isolationNamespaces
 	var scratch []string
 	if e.tempDir != "" {
 		scratch = []string{e.tempDir}
@@ -233,15 +273,16 @@ func (e *Env) Describe() backend.Description {
 		Scratch:   scratch,
 		TempDir:   e.tempDir,
 		Kind:      "local",
-		Mode:      "process",
+		Mode:      "helper-" + e.isolation,
 		Workspace: e.workspace,
 		Target:    e.workspace,
 		Capabilities: backend.Capabilities{
 			WritableHostMounts: true,
 			ProcessTreeKill:    true,
+			ResidentHelper:     true,
 			KernelSandbox:      sb,
-			HidesDenyNames:     e.sandbox.HidesDenyNames(),
-			NetworkIsolation:   sb && !e.cfg.Sandbox.Network.Unrestricted || e.isolate != nil,
+			HidesDenyNames:     e.hidesDenyNames,
+			NetworkIsolation:   ns && e.noNetwork() || sb && !e.cfg.Sandbox.Network.Unrestricted && e.cfg.ServeCall == nil,
 		},
 		Limits: backend.Limits{
 			DefaultTimeout: e.cfg.DefaultTimeout,
@@ -253,8 +294,8 @@ func (e *Env) Describe() backend.Description {
 
 func (e *Env) notes() []string {
 	n := e.sandboxNotes()
-	if e.isolate != nil {
-		n = append(n, "each command starts in a fresh network namespace: no network ([network] mode = \"none\")")
+	if e.isolation == isolationNamespaces && e.noNetwork() {
+		n = append(n, "the helper and its commands are in a network namespace of their own: no network ([network] mode = \"none\")")
 	}
 	return n
 }
@@ -272,7 +313,9 @@ func (e *Env) Close(context.Context) error {
 	if e.cfg.OnClose != nil {
 		stop = e.cfg.OnClose()
 	}
-	return errors.Join(e.sandbox.Close(), os.RemoveAll(e.tempDir), stop)
+	err := e.helper.Close()
+	e.removeDirs()
+	return errors.Join(err, stop)
 }
 
 func (e *Env) isClosed() bool {

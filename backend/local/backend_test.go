@@ -29,6 +29,13 @@ func TestConformance(t *testing.T) {
 	backendtest.Run(t, newEnvMode(sandbox.ModeOff))
 }
 
+// TestConformanceNamespaces runs the suite with the helper required to be in namespaces of
+// its own (Landlock + seccomp on top).
+func TestConformanceNamespaces(t *testing.T) {
+	requireNamespaces(t)
+	backendtest.Run(t, newEnvMode(sandbox.ModeNamespaces))
+}
+
 // TestRefusesSystemWorkspace: a system directory, a home root or the host's root is no
 // workspace — `--config /dev/null` once made /dev one. A symlink to one is refused as what it
 // leads to; a project directory below a home is fine.
@@ -63,7 +70,8 @@ func TestRefusesSystemWorkspace(t *testing.T) {
 	}
 }
 
-// TestConformanceSandboxed runs the same suite with the kernel sandbox required.
+// TestConformanceSandboxed runs the same suite in the fallback: a helper without
+// namespaces, with the kernel sandbox required.
 func TestConformanceSandboxed(t *testing.T) {
 	requireLandlock(t)
 	backendtest.Run(t, newEnvMode(sandbox.ModeLandlock))
@@ -120,4 +128,18 @@ func TestDescribeScratch(t *testing.T) {
 	if got := backendtest.MustSh(t, env, `printf %s "$TMPDIR"`); got != d.TempDir {
 		t.Fatalf("commands' TMPDIR %q, Describe says %q", got, d.TempDir)
 	}
+}
+
+// requireNamespaces skips where the host cannot give the helper namespaces (a container's
+// seccomp profile, user namespaces forbidden), unless AIRLOCK_REQUIRE_NAMESPACES=1.
+func requireNamespaces(t testing.TB) {
+	t.Helper()
+	env, err := local.New(local.Config{Workspace: t.TempDir(), Sandbox: local.SandboxConfig{Mode: sandbox.ModeNamespaces}})
+	if err != nil {
+		if os.Getenv("AIRLOCK_REQUIRE_NAMESPACES") == "1" {
+			t.Fatalf("no namespaces here: %v", err)
+		}
+		t.Skipf("no namespaces here: %v", err)
+	}
+	_ = env.Close(context.Background())
 }

@@ -65,7 +65,7 @@ func deriveNetwork(n backend.NetworkPolicy, sb *SandboxConfig) (NetworkConfig, e
 		// per call, so a port per call would cost a ruleset (and restricted threads) per
 		// call. The call behind a refused connection is found instead from which command
 		// holds its client socket (Attribute; see package sockowner).
-		return NetworkConfig{Mode: NetworkHost, Env: proxyEnv(eg.URL), OnClose: eg.Stop, Attribute: eg.Attribute}, nil
+		return NetworkConfig{Mode: NetworkHost, Env: proxyEnv(eg.URL), OnClose: eg.Stop, Attribute: eg.Attribute, ServeCall: eg.ServeCall}, nil
 	}
 	return NetworkConfig{Mode: NetworkNone}, nil
 }

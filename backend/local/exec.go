@@ -2,19 +2,20 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/procgroup"
+	"github.com/airlock-dev/airlock/backend/agent"
 	"github.com/airlock-dev/airlock/backend/sandbox"
 )
 
-// Exec runs req in its own process group inside the workspace.
+// Exec runs req in the session's helper, in its own session and process group inside the
+// workspace.
 func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, error) {
 	if err := req.Validate(); err != nil {
 		return backend.Result{}, err
@@ -27,59 +28,38 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		return backend.Result{}, err
 	}
 	timeout, capBytes := req.Effective(e.cfg.DefaultTimeout, e.cfg.MaxOutputBytes)
-
-	argv := req.Argv
-	if req.Command != "" {
-		argv = []string{e.cfg.Shell, "-c", req.Command}
+	areq := agent.Request{
+		Argv:           req.Argv,
+		Command:        req.Command,
+		Dir:            dir,
+		Workspace:      e.workspace,
+		Env:            e.commandEnv(req.Env),
+		Stdin:          req.Stdin,
+		Timeout:        timeout,
+		KillGrace:      e.cfg.KillGrace,
+		MaxOutputBytes: capBytes,
+		Stdout:         req.Stdout,
+		Stderr:         req.Stderr,
 	}
-	path, err := exec.LookPath(argv[0])
-	if err != nil && !filepath.IsAbs(argv[0]) {
-		return backend.Result{ExitCode: 127, Stderr: []byte(err.Error() + "\n")}, nil
+	if e.cfg.ServeCall != nil {
+		sock, release, err := e.callEgress(backend.CallFrom(ctx))
+		if err != nil {
+			return backend.Result{}, err
+		}
+		defer release()
+		areq.EgressSocket = sock
 	}
-	if path == "" {
-		path = argv[0]
+	res, err := e.helper.Client.Exec(ctx, areq)
+	if errors.Is(err, backend.ErrUnavailable) {
+		return backend.Result{}, fmt.Errorf("local: the helper stopped while the command ran (%s); its output is incomplete: %w", strings.TrimSpace(e.helper.Stderr()), err)
 	}
-
-	stdout := backend.NewCappedBuffer(capBytes)
-	stderr := backend.NewCappedBuffer(capBytes)
-	spec := procgroup.Spec{
-		Path:      path,
-		Args:      argv,
-		Dir:       dir,
-		Env:       e.commandEnv(req.Env),
-		Stdin:     req.Stdin,
-		Stdout:    tee(stdout, req.Stdout),
-		Stderr:    tee(stderr, req.Stderr),
-		Timeout:   timeout,
-		KillGrace: e.cfg.KillGrace,
-		Isolate:   e.isolate,
-	}
-	if id := backend.CallFrom(ctx); e.owners != nil && id != "" {
-		// Listed from before the fork: the child may connect before its PID is known.
-		defer e.owners.TrackStart(&spec, id)()
-	}
-	var proc *procgroup.Process
-	var startErr error
-	// The command is started from a thread that carries the sandbox; it inherits it. Only
-	// the start runs there; the thread is held for the command until it has ended (so no
-	// other command shares its domain meanwhile) while this goroutine waits for it.
-	release, err := e.sandbox.Hold(func() error {
-		proc, startErr = procgroup.Start(spec)
-		return nil
-	})
 	if err != nil {
 		return backend.Result{}, fmt.Errorf("local: %w", err)
 	}
-	defer release()
-	if startErr != nil {
-		return backend.Result{ExitCode: procgroup.StartFailureCode(startErr), Stderr: []byte(startErr.Error() + "\n"), Notes: []string{e.sandboxNote}}, nil
+	res.Notes = append(res.Notes, e.note)
+	if explain := e.explain(res); explain != "" {
+		res.Notes = append(res.Notes, explain)
 	}
-	out := proc.Wait(ctx)
-	res := backend.Captured(stdout, stderr)
-	res.ExitCode, res.Duration = out.ExitCode, out.Duration
-	res.TimedOut, res.Cancelled = out.TimedOut, out.Cancelled
-	res.Streamed = req.Stdout != nil || req.Stderr != nil
-	res.Notes = append(res.Notes, e.sandboxNote)
 	e.log.Debug("exec finished", "exit_code", res.ExitCode, "duration_ms", res.Duration.Milliseconds(),
 		"timed_out", res.TimedOut, "cancelled", res.Cancelled)
 	return res, nil
@@ -95,7 +75,7 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 func (e *Env) commandEnv(reqEnv map[string]string) []string {
 	host := os.Environ()
 	build := func() []string {
-		env := sandbox.ScratchEnv(e.policy.Build(host, withExtra(e.cfg.Env, reqEnv)), e.tempDir, e.sandbox.Enforced())
+		env := sandbox.ScratchEnv(e.policy.Build(host, withExtra(e.cfg.Env, reqEnv)), e.tempDir, e.enforced())
 		return slices.Clip(env)
 	}
 	if len(reqEnv) > 0 {
@@ -126,22 +106,6 @@ func (e *Env) resolveDir(dir string) (string, error) {
 		return "", fmt.Errorf("%w: working directory %q resolves to %s", backend.ErrOutsideWorkspace, dir, real)
 	}
 	return real, nil
-}
-
-// tee adds a live copy to w when the caller asked for one. A failing live writer never
-// stops the capture.
-func tee(buf *backend.CappedBuffer, live io.Writer) io.Writer {
-	if live == nil {
-		return buf
-	}
-	return io.MultiWriter(buf, bestEffort{live})
-}
-
-type bestEffort struct{ w io.Writer }
-
-func (b bestEffort) Write(p []byte) (int, error) {
-	_, _ = b.w.Write(p)
-	return len(p), nil
 }
 
 // withExtra is the environment's own variables with the request's on top.

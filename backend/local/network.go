@@ -1,16 +1,14 @@
 package local
 
 import (
-	"context"
-	"errors"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
-	"io"
+	"net"
 	"os"
-	"syscall"
-	"time"
+	"path/filepath"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/procgroup"
 )
 
 // NetworkConfig is what the runtime passes, among a record's Options, for [network]: the
@@ -23,6 +21,9 @@ type NetworkConfig struct {
 	// Attribute is the proxy's hook for naming the call behind a connection (see
 	// [Config.Attribute]).
 	Attribute func(backend.ConnOwner)
+	// ServeCall is the proxy's hook for answering on a socket of one call's own (see
+	// [Config.ServeCall]).
+	ServeCall func(ln net.Listener, callID string) (release func())
 }
 
 // Network modes of the local backend.
@@ -31,43 +32,39 @@ const (
 	NetworkNone = "none"
 )
 
-// netnsFlags returns how to give a command a network namespace of its own — the kernel
-// makes it empty: no interface but a loopback that is down, so nothing, not even the host's
-// loopback services, is reachable. As root (CAP_SYS_ADMIN) that is CLONE_NEWNET alone;
-// otherwise an unprivileged user namespace is made around it, with the caller's own uid and
-// gid mapped to themselves so files keep their owners.
-func netnsIsolation() func(*syscall.SysProcAttr) {
-	if os.Geteuid() == 0 {
-		return func(a *syscall.SysProcAttr) { a.Cloneflags |= syscall.CLONE_NEWNET }
+// setupEgress makes the directory the calls' egress sockets live in: the host's, private to
+// this process's user, and bound read-only into the helper's namespace (connect(2) to a
+// socket needs no write access to its directory).
+func (e *Env) setupEgress() error {
+	if e.cfg.ServeCall == nil {
+		return nil
 	}
-	uid, gid := os.Getuid(), os.Getgid()
-	return func(a *syscall.SysProcAttr) {
-		a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-		a.GidMappingsEnableSetgroups = false
+	dir, err := os.MkdirTemp("", "airlock-egress-")
+	if err != nil {
+		return fmt.Errorf("local: egress socket directory: %w", err)
 	}
+	if dir, err = filepath.EvalSymlinks(dir); err != nil {
+		return fmt.Errorf("local: egress socket directory: %w", err)
+	}
+	e.egressDir = []string{dir}
+	return nil
 }
 
-// probeNetworkNone checks, once at New, that this host can start a process in a fresh
-// network namespace; the error says why not, so that the backend refuses rather than run
-// with the host's network.
-func probeNetworkNone(shell string) error {
-	// Through procgroup, so that a subreaper's zombie sweep does not take the child's exit
-	// status from us.
-	out, err := procgroup.Run(context.Background(), procgroup.Spec{
-		Path: shell, Args: []string{shell, "-c", "exit 0"}, Timeout: 10 * time.Second,
-		Stdout: io.Discard, Stderr: io.Discard, Isolate: netnsIsolation(),
-	})
-	if err == nil && out.ExitCode != 0 {
-		err = fmt.Errorf("a probe in a fresh network namespace exited %d", out.ExitCode)
-	}
+// callEgress makes the socket one command's traffic goes through, served by the proxy as
+// callID's, and returns its path and what removes it. The helper relays the command's
+// connections to 127.0.0.1 in its network namespace there.
+func (e *Env) callEgress(callID string) (string, func(), error) {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	p := filepath.Join(e.egressDir[0], hex.EncodeToString(b[:])+".sock")
+	ln, err := net.Listen("unix", p)
 	if err != nil {
-		why := err.Error()
-		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) {
-			why += " (needs root, or unprivileged user namespaces: sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)"
-		}
-		return fmt.Errorf(`local: [network] mode = "none" needs a fresh network namespace for each command, and this host refused one: %s; run as root, enable user namespaces, use the docker backend, or set [network] mode = "open"`, why)
+		return "", nil, fmt.Errorf("local: egress socket: %w", err)
 	}
-	return nil
+	release := e.cfg.ServeCall(ln, callID)
+	return p, func() {
+		release()
+		_ = ln.Close()
+		_ = os.Remove(p)
+	}, nil
 }

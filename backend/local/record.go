@@ -6,7 +6,6 @@ import (
 	"errors"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/procgroup"
 )
 
 //go:embed config.schema.json
@@ -14,8 +13,10 @@ var configSchema []byte
 
 // Section is the [environment.local] table.
 type Section struct {
-	// Sandbox is the kernel sandbox for commands: "auto" (default: Landlock wherever the
-	// kernel has it), "landlock" (refuse to run without it) or "off".
+	// Sandbox is how commands are confined: "auto" (default: the helper in namespaces of
+	// its own wherever the host can make them, else Landlock + seccomp wherever the kernel
+	// has it), "namespaces" (refuse to run without them), "landlock" (Landlock + seccomp
+	// required, no namespaces) or "off".
 	Sandbox string `toml:"sandbox"`
 }
 
@@ -34,11 +35,8 @@ func init() {
 // open starts the local environment from a record's settings: the [SandboxConfig] and
 // [NetworkConfig] derive made are taken from the Options, and [Option]s are applied.
 func open(_ context.Context, s backend.Settings) (backend.Environment, error) {
-	// airlock's only child processes are the commands it runs: as their subreaper it
-	// inherits what escapes a command's process group (setsid) and kills it.
-	if err := procgroup.EnableSubreaper(); err != nil && s.Logger != nil {
-		s.Logger.Warn("subreaper unavailable: processes that call setsid may outlive their command", "error", err)
-	}
+	// Commands run in the session's helper, which reaps and kills what escapes a command's
+	// group (it is their subreaper, and in namespace mode their PID namespace's init).
 	c := Config{
 		Workspace:      s.Workspace,
 		DefaultTimeout: s.DefaultTimeout,
@@ -55,7 +53,7 @@ func open(_ context.Context, s backend.Settings) (backend.Environment, error) {
 		case SandboxConfig:
 			c.Sandbox = o
 		case NetworkConfig:
-			c.Network, c.Env, c.OnClose, c.Attribute = o.Mode, o.Env, o.OnClose, o.Attribute
+			c.Network, c.Env, c.OnClose, c.Attribute, c.ServeCall = o.Mode, o.Env, o.OnClose, o.Attribute, o.ServeCall
 		case Option:
 			opts = append(opts, o)
 		}

@@ -1,17 +1,23 @@
 package local
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/airlock-dev/airlock/backend/agent"
 	"github.com/airlock-dev/airlock/backend/sandbox"
 )
 
-// SandboxConfig is how the local backend confines its commands with the kernel (see package
-// sandbox). The zero value is mode auto with the workspace as the only root.
+// SandboxConfig is how the local backend confines its commands (see package sandbox). The
+// zero value is mode auto with the workspace as the only root.
 type SandboxConfig struct {
-	// Mode is auto (default: on wherever the kernel supports it), landlock (required) or off.
+	// Mode is auto (default: namespaces wherever the host can make them, else Landlock +
+	// seccomp wherever the kernel has it), namespaces (required), landlock (Landlock +
+	// seccomp required, no namespaces) or off.
 	Mode sandbox.Mode
 	// ReadRoots and WriteRoots are absolute host paths; empty means the workspace.
 	ReadRoots  []string
@@ -33,8 +39,25 @@ func WithSandboxProbe(p sandbox.Probe) Option {
 	}
 }
 
-// openSandbox makes the session's private temp dir and builds the sandbox around it.
-func (e *Env) openSandbox(c SandboxConfig, probe sandbox.Probe) error {
+// Isolation modes a local environment ends up in.
+const (
+	isolationNamespaces = "namespaces"
+	isolationChild      = "child" // the fallback: a plain child process, Landlock + seccomp where the kernel has them
+)
+
+// missingWithoutNamespaces are the guarantees a helper without namespaces does not give,
+// said in Describe, every result's notes and doctor.
+var missingWithoutNamespaces = []string{
+	"no mount namespace: the workspace root and every directory holding a protected path take no new entries (Landlock can only leave them out whole)",
+	"no PID namespace: commands see the host's processes",
+	"no network namespace: network none and allowlist rest on Landlock's TCP rules and seccomp alone",
+	"no fresh /dev: /dev/tty is reachable where Landlock is missing",
+}
+
+// startHelper makes the session's private temp dir and starts the helper around it: in
+// namespaces where the mode allows and the host can, otherwise as a plain child with
+// Landlock + seccomp.
+func (e *Env) startHelper(c SandboxConfig, probe sandbox.Probe) error {
 	tmp, err := os.MkdirTemp("", "airlock-session-")
 	if err != nil {
 		return fmt.Errorf("local: session temp dir: %w", err)
@@ -54,46 +77,128 @@ func (e *Env) openSandbox(c SandboxConfig, probe sandbox.Probe) error {
 	if len(write) == 0 {
 		write = []string{e.workspace}
 	}
-	var opts []sandbox.Option
+	// A test's probe caps the ABI the helper may use: -1 means none.
+	abi, maxABI := sandbox.KernelABI(), 0
 	if probe != nil {
-		opts = append(opts, sandbox.WithProbe(probe))
+		abi, maxABI = probe(), -1
+		if abi > 0 {
+			maxABI = abi
+		}
 	}
-	sb, err := sandbox.New(mode, sandbox.Policy{
-		ReadRoots:  read,
-		WriteRoots: write,
-		TempDir:    tmp,
-		Protected:  c.Protected,
-		Hidden:     c.Hidden,
-		Network:    c.Network,
-	}, opts...)
+	spec := agent.HelperSpec{Shell: e.cfg.Shell, TempDir: tmp, ReadRoots: read, WriteRoots: write,
+		Network: c.Network, MaxABI: maxABI}
+	ctx := context.Background()
+	if mode == sandbox.ModeAuto || mode == sandbox.ModeNamespaces {
+		home, _ := os.UserHomeDir()
+		ns := sandbox.PlanNamespace(sandbox.Policy{ReadRoots: append(read, e.egressDir...), WriteRoots: write, TempDir: tmp,
+			Home: home, Protected: c.Protected, Hidden: c.Hidden})
+		ns.Network = e.noNetwork() || e.cfg.ServeCall != nil
+		ns.User = os.Geteuid() != 0
+		spec.Namespace, spec.Mode = &ns, sandbox.ModeAuto
+		if e.cfg.ServeCall != nil {
+			// The network namespace is the wall: commands reach the proxy through the
+			// helper's relay on a port of the command's own, which Landlock cannot name in
+			// advance.
+			spec.Network = sandbox.Network{Unrestricted: true}
+		}
+		h, err := agent.StartHelper(ctx, spec, e.log.Named("helper"))
+		if err == nil {
+			e.helper, e.isolation = h, isolationNamespaces
+			e.hidesDenyNames = c.Hidden != nil && !ns.ScanCut
+			e.writeRoots = ns.WriteRoots
+			e.guards = []guarded{
+				{ns.Masks, "protected (the configuration, the ledger or state, a deny_names match, a credential store or a system secret) and masked in the sandbox",
+					"commands cannot read or change it; leave it alone, and ask the person if the task needs it"},
+				{ns.ReadOnly, "a file git runs code from, read-only in the sandbox",
+					"commands cannot change a repository's hooks or config; ask the person to make that change"},
+			}
+			return nil
+		}
+		if mode == sandbox.ModeNamespaces || !errors.Is(err, agent.ErrNamespace) {
+			return namespaceRefusal(mode, err)
+		}
+		e.fallback = err.Error()
+		e.log.Warn("helper without namespaces", "error", err)
+	}
+	if e.cfg.ServeCall != nil && e.cfg.Network != NetworkHost {
+		return fmt.Errorf(`local: [network] mode = "allowlist" on this backend needs the helper's network namespace, and %s; use the docker backend, or mode "none" or "open"`, e.fallback)
+	}
+	spec.Namespace, spec.Mode = nil, mode
+	if mode == sandbox.ModeAuto || mode == sandbox.ModeNamespaces {
+		spec.Mode = sandbox.ModeAuto
+	}
+	if spec.Mode == sandbox.ModeLandlock {
+		if why := sandbox.Unsupported(abi); why != "" {
+			return fmt.Errorf("local: environment.local.sandbox: %w: sandbox = \"landlock\" is configured but %s; set sandbox = \"auto\" to run without kernel enforcement (then only commands judged safe run without a person), or \"off\"", sandbox.ErrUnsupported, why)
+		}
+	}
+	hidden, complete := sandbox.FindHidden(append(read, write...), c.Hidden)
+	spec.Protected = append(append([]string(nil), c.Protected...), hidden...)
+	h, err := agent.StartHelper(ctx, spec, e.log.Named("helper"))
 	if err != nil {
-		_ = os.RemoveAll(tmp)
-		return fmt.Errorf("local: environment.local.sandbox: %w", err)
+		return fmt.Errorf("local: %w", err)
 	}
-	e.sandbox = sb
-	e.sandboxNote = summary(sb)
+	e.helper, e.isolation = h, isolationChild
+	e.hidesDenyNames = complete && e.enforced()
 	return nil
 }
 
-// summary is the one-line note every result carries.
-func summary(sb *sandbox.Sandbox) string {
-	if !sb.Enforced() {
-		return sb.Notes()[0]
+// namespaceRefusal says why the helper could not start in namespaces and how to choose.
+func namespaceRefusal(mode sandbox.Mode, err error) error {
+	if mode != sandbox.ModeNamespaces {
+		return fmt.Errorf("local: start the helper: %w", err)
 	}
-	return fmt.Sprintf("sandbox: Landlock ABI %d + seccomp enforced (writes only in the write roots and the session temp dir; no network; see Describe)", sb.ABI())
+	return fmt.Errorf(`local: environment.local.sandbox = "namespaces" is configured but the helper could not get them (%w); `+
+		`run as root, allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone = 1, `+
+		`or an AppArmor profile that permits them), use the docker backend, or set sandbox = "auto" to run with Landlock + seccomp only, `+
+		`without: %s`, err, strings.Join(missingWithoutNamespaces, "; "))
+}
+
+// summary is the one-line note every result carries.
+func (e *Env) summary() string {
+	enforced, notes := e.helper.Client.Sandbox()
+	switch {
+	case e.isolation == isolationNamespaces:
+		return "sandbox: resident helper in its own namespaces (host read-only; writes only in the write roots and the session temp dir; protected paths masked; no capabilities), Landlock + seccomp on top where the kernel has them; see Describe"
+	case enforced:
+		s := "sandbox: Landlock + seccomp in a helper without namespaces (" + e.fallback + "); missing: " + strings.Join(missingWithoutNamespaces, "; ")
+		if e.fallback == "" {
+			s = "sandbox: Landlock + seccomp in a helper without namespaces (sandbox = \"" + string(e.cfg.Sandbox.Mode) + "\"); missing: " + strings.Join(missingWithoutNamespaces, "; ")
+		}
+		return s
+	case len(notes) > 0:
+		return notes[0]
+	}
+	return "sandbox: not enforced"
 }
 
 // sandboxNotes are the Describe notes about enforcement.
 func (e *Env) sandboxNotes() []string {
-	n := e.sandbox.Notes()
-	if e.sandbox.Enforced() {
-		return n
+	enforced, n := e.helper.Client.Sandbox()
+	if e.isolation == isolationChild {
+		why := e.fallback
+		if why == "" {
+			why = "sandbox = \"" + string(e.cfg.Sandbox.Mode) + "\""
+		}
+		n = append(n, "sandbox: the helper has no namespaces ("+why+"); missing: "+strings.Join(missingWithoutNamespaces, "; "))
 	}
-	return append(n, "commands run on the host: no filesystem or network isolation")
+	if !enforced {
+		n = append(n, "commands run on the host: no filesystem or network isolation")
+	}
+	return n
 }
 
-// Sandbox reports the kernel sandbox in force (never nil once New succeeded).
-func (e *Env) Sandbox() *sandbox.Sandbox { return e.sandbox }
+// enforced reports whether the helper confines commands at all.
+func (e *Env) enforced() bool {
+	enforced, _ := e.helper.Client.Sandbox()
+	return enforced
+}
 
 // TempDir is the session's private scratch directory; commands get it as TMPDIR.
 func (e *Env) TempDir() string { return e.tempDir }
+
+// Isolation says how the helper is isolated: "namespaces", or "child" (no namespaces).
+func (e *Env) Isolation() string { return e.isolation }
+
+// HelperPID is the helper's process ID on the host.
+func (e *Env) HelperPID() int { return e.helper.PID() }

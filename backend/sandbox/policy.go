@@ -10,14 +10,17 @@ import (
 )
 
 // Mode is the configured sandbox: "auto" (on wherever the kernel supports it), "landlock"
-// (required: refuse to run without it) or "off".
+// (required: refuse to run without it) or "off". A backend whose helper can have namespaces
+// of its own also takes "namespaces" (required: refuse to run without them); to this
+// package's Landlock + seccomp wall that is auto.
 type Mode string
 
 // Modes.
 const (
-	ModeAuto     Mode = "auto"
-	ModeLandlock Mode = "landlock"
-	ModeOff      Mode = "off"
+	ModeAuto       Mode = "auto"
+	ModeNamespaces Mode = "namespaces"
+	ModeLandlock   Mode = "landlock"
+	ModeOff        Mode = "off"
 )
 
 // ParseMode checks a configured mode; empty means auto.
@@ -25,10 +28,10 @@ func ParseMode(s string) (Mode, error) {
 	switch Mode(s) {
 	case "", ModeAuto:
 		return ModeAuto, nil
-	case ModeLandlock, ModeOff:
+	case ModeLandlock, ModeOff, ModeNamespaces:
 		return Mode(s), nil
 	}
-	return "", fmt.Errorf("sandbox: %q is not one of auto, landlock, off", s)
+	return "", fmt.Errorf("sandbox: %q is not one of auto, namespaces, landlock, off", s)
 }
 
 // Policy is what commands may reach. Paths are absolute as the place that runs the commands
@@ -389,6 +392,26 @@ func scanHidden(fs fsView, dir, rel string, hidden func(string) bool, seen *int,
 		}
 	}
 	return true
+}
+
+// FindHidden returns the deny_names matches beneath roots as they are now (at most 20000
+// entries visited), for a helper that cannot take the matcher itself.
+func FindHidden(roots []string, hidden func(rel string) bool) (found []string, complete bool) {
+	if hidden == nil {
+		return nil, false
+	}
+	var out []string
+	seen := 0
+	for _, root := range roots {
+		r, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			continue
+		}
+		if !scanHidden(osView{}, r, "", hidden, &seen, 20000, func(p string) { out = append(out, p) }) {
+			return out, false
+		}
+	}
+	return out, true
 }
 
 // containedIn returns the protected path that p is or lies beneath, or "".

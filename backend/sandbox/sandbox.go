@@ -137,6 +137,9 @@ func New(mode Mode, p Policy, opts ...Option) (*Sandbox, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if mode == ModeNamespaces {
+		mode = ModeAuto
+	}
 	s := &Sandbox{mode: mode, policy: p}
 	if mode == ModeOff {
 		s.reason = "sandbox = \"off\" in the configuration"
@@ -221,6 +224,10 @@ func (g *generation) retire() {
 		_ = syscall.Close(g.fd)
 	}()
 }
+
+// Unsupported says why a kernel of Landlock ABI abi cannot carry the sandbox, "" when it
+// can.
+func Unsupported(abi int) string { return unsupported(abi) }
 
 func unsupported(abi int) string {
 	switch {

@@ -1,0 +1,279 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/procgroup"
+	"github.com/airlock-dev/airlock/backend/sandbox"
+)
+
+// A backend on Airlock's own host (local) runs the same helper as a child process: the
+// running executable re-executed under an argv[0] of its own, which this package's init
+// recognises before anything else runs — in the airlock binary and in any test binary that
+// links this package alike. The helper starts in two stages. The first builds the
+// namespace's filesystem (when it has namespaces) with the capabilities that takes, then
+// empties its bounding set, sets no_new_privs and executes the second, which serves holding
+// no capability at all. So the process that runs commands was never Airlock's, shares no
+// thread or Landlock domain with it, and cannot reach it: in namespace mode Airlock is not
+// even in its /proc.
+
+// HelperSpec is what a helper started by [StartHelper] is to be.
+type HelperSpec struct {
+	// Shell runs command strings.
+	Shell string `json:"shell"`
+	// TempDir is the commands' private TMPDIR.
+	TempDir string `json:"temp_dir"`
+	// Namespace, when set, is the filesystem the helper builds in namespaces of its own;
+	// nil runs it as a plain child process.
+	Namespace *sandbox.Namespace `json:"namespace,omitempty"`
+	// Mode is the Landlock + seccomp wall each command gets: auto, landlock or off.
+	Mode sandbox.Mode `json:"mode"`
+	// Policy is that wall's policy (Hidden cannot travel: the host puts what its deny_names
+	// scan found in Protected).
+	ReadRoots  []string        `json:"read_roots,omitempty"`
+	WriteRoots []string        `json:"write_roots,omitempty"`
+	Protected  []string        `json:"protected,omitempty"`
+	Network    sandbox.Network `json:"network"`
+	// MaxABI, when positive, is the highest Landlock ABI the helper may use (tests play a
+	// kernel without Landlock with it).
+	MaxABI int `json:"max_abi,omitempty"`
+}
+
+const (
+	arg0Setup = "airlock-helper"
+	arg0Serve = "airlock-helper-serve"
+	specEnv   = "AIRLOCK_HELPER_SPEC"
+	// exitNamespace is the setup stage's exit code when the namespace could not be built.
+	exitNamespace = 3
+)
+
+func init() {
+	switch os.Args[0] {
+	case arg0Setup:
+		os.Exit(helperSetup())
+	case arg0Serve:
+		os.Exit(helperServe())
+	}
+}
+
+func readSpec() (HelperSpec, error) {
+	var s HelperSpec
+	if err := json.Unmarshal([]byte(os.Getenv(specEnv)), &s); err != nil {
+		return s, fmt.Errorf("helper spec: %w", err)
+	}
+	return s, nil
+}
+
+// helperSetup is the first stage: namespace, then no capabilities, then the second stage.
+func helperSetup() int {
+	// Descriptors this process was handed beyond stdio (not close-on-exec in Airlock's
+	// parent) never reach the server or its commands.
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	spec, err := readSpec()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "airlock helper:", err)
+		return 1
+	}
+	if spec.Namespace != nil {
+		if err := spec.Namespace.Enter(); err != nil {
+			fmt.Fprintln(os.Stderr, "airlock helper:", err)
+			return exitNamespace
+		}
+	}
+	err = sandbox.DropAllAndExec(arg0Serve, nil, os.Environ())
+	fmt.Fprintln(os.Stderr, "airlock helper: exec the server:", err)
+	return 1
+}
+
+// helperServe is the second stage: the kernel sandbox for commands, then serve.
+func helperServe() int {
+	spec, err := readSpec()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "airlock helper:", err)
+		return 1
+	}
+	_ = os.Unsetenv(specEnv)
+	// Not dumpable: a command cannot open the helper's /proc entries (its stream among
+	// them). Commands get their own dumpable state back when they exec.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "airlock helper: refusing to run dumpable:", err)
+		return 1
+	}
+	if !sandbox.NoCapabilities() {
+		fmt.Fprintln(os.Stderr, "airlock helper: refusing to serve holding capabilities")
+		return 1
+	}
+	unix.Umask(backend.Umask)
+	if err := procgroup.EnableSubreaper(); err != nil {
+		fmt.Fprintln(os.Stderr, "airlock helper: subreaper:", err)
+		return 1
+	}
+	sb, err := helperSandbox(spec)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "airlock helper: sandbox:", err)
+		return 1
+	}
+	defer sb.Close()
+	opts := ServeOptions{Shell: spec.Shell, Sandbox: sb, TempDir: spec.TempDir}
+	if spec.Namespace != nil {
+		opts.Isolation = spec.Namespace.Describe()
+	} else {
+		opts.Isolation = nil
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	if err := Serve(ctx, Pollable(os.Stdin), os.Stdout, opts); err != nil {
+		fmt.Fprintln(os.Stderr, "airlock helper:", err)
+		return 1
+	}
+	return 0
+}
+
+// helperSandbox builds the Landlock + seccomp wall. In namespace mode the mounts keep the
+// protected paths out, so Landlock grants the whole tree for reading and the write roots
+// for writing, unsplit; as a plain child it carries the whole policy, as the only wall.
+func helperSandbox(spec HelperSpec) (*sandbox.Sandbox, error) {
+	p := sandbox.Policy{ReadRoots: spec.ReadRoots, WriteRoots: spec.WriteRoots, TempDir: spec.TempDir,
+		Protected: spec.Protected, Network: spec.Network}
+	if spec.Namespace != nil {
+		p.ReadRoots, p.SystemRead, p.Protected = []string{"/"}, []string{}, nil
+		// The helper has an IPC namespace of its own: SysV IPC reaches only this session.
+		p.PrivateIPC = true
+	}
+	var opts []sandbox.Option
+	if spec.MaxABI != 0 {
+		opts = append(opts, sandbox.WithProbe(func() int { return min(max(spec.MaxABI, 0), sandbox.KernelABI()) }))
+	}
+	return sandbox.New(spec.Mode, p, opts...)
+}
+
+// Pollable returns a reader of the same pipe or socket that waits in the runtime's network
+// poller rather than in a blocking read(2) (see cmd/airlock's agent command); anything else
+// is returned as it is.
+func Pollable(r io.Reader) io.Reader {
+	f, ok := r.(*os.File)
+	if !ok {
+		return r
+	}
+	fd := int(f.Fd())
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || (st.Mode&unix.S_IFMT != unix.S_IFIFO && st.Mode&unix.S_IFMT != unix.S_IFSOCK) {
+		return r
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return r
+	}
+	return os.NewFile(uintptr(fd), f.Name())
+}
+
+// Helper is a resident helper this process started as its child ([StartHelper]).
+type Helper struct {
+	Client *Client
+	cmd    *exec.Cmd
+	stderr *backend.CappedBuffer
+	waited chan struct{}
+}
+
+// ErrNamespace marks a helper that could not be put in namespaces: the kernel refused to
+// make them (no unprivileged user namespaces, a container's seccomp profile) or to build the
+// filesystem in them.
+var ErrNamespace = errors.New("namespaces unavailable")
+
+// StartHelper starts the helper for spec as a child of this process and waits for its hello.
+// A helper that could not get its namespaces fails with an error wrapping [ErrNamespace]
+// that says why.
+func StartHelper(ctx context.Context, spec HelperSpec, log hclog.Logger) (*Helper, error) {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("helper spec: %w", err)
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("helper pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		_, _ = inR.Close(), inW.Close()
+		return nil, fmt.Errorf("helper pipe: %w", err)
+	}
+	h := &Helper{stderr: NewStderr(), waited: make(chan struct{})}
+	env := []string{specEnv + "=" + string(raw), "PATH=/usr/local/bin:/usr/bin:/bin"}
+	if home, err := os.UserHomeDir(); err == nil {
+		env = append(env, "HOME="+home)
+	}
+	h.cmd = &exec.Cmd{Path: "/proc/self/exe", Args: []string{arg0Setup}, Env: env, Dir: "/",
+		Stdin: inR, Stdout: outW, Stderr: h.stderr, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+	if spec.Namespace != nil {
+		h.cmd.SysProcAttr = spec.Namespace.SysProcAttr()
+	}
+	err = h.cmd.Start()
+	_, _ = inR.Close(), outW.Close()
+	if err != nil {
+		_, _ = inW.Close(), outR.Close()
+		if spec.Namespace != nil {
+			return nil, fmt.Errorf("%w: the kernel refused to start a process in new namespaces: %w", ErrNamespace, err)
+		}
+		return nil, fmt.Errorf("start the helper: %w", err)
+	}
+	go func() {
+		_ = h.cmd.Wait()
+		close(h.waited)
+	}()
+	l, err := Launch(ctx, outR, inW, h.stderr, log)
+	if err != nil {
+		_ = outR.Close()
+		h.kill()
+		if spec.Namespace != nil && h.cmd.ProcessState != nil && h.cmd.ProcessState.ExitCode() == exitNamespace {
+			return nil, fmt.Errorf("%w: %w", ErrNamespace, err)
+		}
+		return nil, err
+	}
+	h.Client = l.Client
+	return h, nil
+}
+
+// PID is the helper's process ID as this process sees it.
+func (h *Helper) PID() int { return h.cmd.Process.Pid }
+
+// Done is closed once the helper has exited.
+func (h *Helper) Done() <-chan struct{} { return h.waited }
+
+// Stderr is what the helper said on its standard error (capped).
+func (h *Helper) Stderr() string { return string(h.stderr.Bytes()) }
+
+// Close ends the stream — the helper kills what still runs and exits, and with it, in
+// namespace mode, everything left in its PID namespace — and waits for it a little before
+// killing it.
+func (h *Helper) Close() error {
+	if h.Client != nil {
+		_ = h.Client.Close()
+	}
+	select {
+	case <-h.waited:
+		return nil
+	case <-time.After(5 * time.Second):
+	}
+	h.kill()
+	return nil
+}
+
+func (h *Helper) kill() {
+	_ = h.cmd.Process.Kill()
+	select {
+	case <-h.waited:
+	case <-time.After(5 * time.Second):
+	}
+}

@@ -1,0 +1,296 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// SysProcAttr is how the host starts a helper for n: in new mount, PID, IPC and UTS
+// namespaces, a network namespace when n.Network, and a user namespace when n.User (the
+// caller's uid and gid mapped to themselves, with the capabilities the set-up needs kept
+// across the exec: they hold only inside the new user namespace). The helper is the leader
+// of a session of its own, with no controlling terminal.
+func (n Namespace) SysProcAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{
+		Setsid:     true,
+		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
+	}
+	if n.Network {
+		a.Cloneflags |= syscall.CLONE_NEWNET
+	}
+	if n.User {
+		uid, gid := os.Getuid(), os.Getgid()
+		a.Cloneflags |= syscall.CLONE_NEWUSER
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		a.GidMappingsEnableSetgroups = false
+		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+	}
+	return a
+}
+
+// Enter builds the namespace's filesystem and makes it the process's root. It runs in the
+// helper, first thing, in a mount namespace of its own and with CAP_SYS_ADMIN there. It
+// follows bubblewrap: a tmpfs becomes the root for a moment, the host's tree is reached at
+// /oldroot while the new tree is assembled at /newroot, and the new tree then becomes the
+// root with the old one detached.
+func (n Namespace) Enter() error {
+	if n.Network {
+		// A relay for the egress proxy listens on 127.0.0.1; the new namespace's loopback
+		// starts down.
+		if err := loopbackUp(); err != nil {
+			return fmt.Errorf("namespace: loopback: %w", err)
+		}
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("namespace: make / private: %w", err)
+	}
+	base := "/tmp"
+	if fi, err := os.Stat(base); err != nil || !fi.IsDir() {
+		base = "/mnt"
+	}
+	if err := unix.Mount("tmpfs", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700,size=64k"); err != nil {
+		return fmt.Errorf("namespace: base tmpfs on %s: %w", base, err)
+	}
+	for _, d := range []string{"newroot", "oldroot", "empty.d"} {
+		if err := os.Mkdir(filepath.Join(base, d), 0o700); err != nil {
+			return fmt.Errorf("namespace: %w", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(base, "empty"), nil, 0o000); err != nil {
+		return fmt.Errorf("namespace: %w", err)
+	}
+	if err := os.Chmod(filepath.Join(base, "empty.d"), 0o000); err != nil {
+		return fmt.Errorf("namespace: %w", err)
+	}
+	if err := unix.PivotRoot(base, filepath.Join(base, "oldroot")); err != nil {
+		return fmt.Errorf("namespace: pivot_root to the base tmpfs: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return fmt.Errorf("namespace: %w", err)
+	}
+	if err := n.assemble(); err != nil {
+		return err
+	}
+	if err := unix.Chdir("/newroot"); err != nil {
+		return fmt.Errorf("namespace: %w", err)
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("namespace: pivot_root to the new tree: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("namespace: detach the host's tree: %w", err)
+	}
+	return unix.Chdir("/")
+}
+
+const (
+	roAttrs = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+	rwAttrs = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+)
+
+// assemble builds /newroot from /oldroot: the host read-only, the covers, /dev and /proc,
+// then the roots, pins, read-only paths and masks, each after what contains it.
+func (n Namespace) assemble() error {
+	if err := bindTree("/oldroot", "/newroot", roAttrs); err != nil {
+		return fmt.Errorf("namespace: the host's tree: %w", err)
+	}
+	for _, c := range n.Covers {
+		if err := unix.Mount("tmpfs", "/newroot"+c, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
+			return fmt.Errorf("namespace: cover %s: %w", c, err)
+		}
+	}
+	if err := makeDev("/newroot/dev"); err != nil {
+		return err
+	}
+	if err := unix.Mount("proc", "/newroot/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("namespace: mount a fresh /proc: %w", err)
+	}
+	type bind struct {
+		path  string
+		attrs uint64
+		src   string
+	}
+	var binds []bind
+	for _, r := range n.WriteRoots {
+		binds = append(binds, bind{r, rwAttrs, ""})
+	}
+	for _, r := range n.ReadRoots {
+		binds = append(binds, bind{r, roAttrs, ""})
+	}
+	for _, r := range n.Pins {
+		binds = append(binds, bind{r, rwAttrs, ""})
+	}
+	for _, r := range n.ReadOnly {
+		binds = append(binds, bind{r, roAttrs, ""})
+	}
+	for _, r := range n.Masks {
+		src := "/empty"
+		if n.MaskDirs[r] {
+			src = "/empty.d"
+		}
+		binds = append(binds, bind{r, roAttrs | unix.MOUNT_ATTR_NOEXEC, src})
+	}
+	// Parents first: a mount made before one above it would be covered by it.
+	sort.SliceStable(binds, func(i, j int) bool { return depth(binds[i].path) < depth(binds[j].path) })
+	for _, b := range binds {
+		src := b.src
+		if src == "" {
+			src = "/oldroot" + b.path
+		}
+		dst := "/newroot" + b.path
+		if err := mountPoint(dst, src); err != nil {
+			return fmt.Errorf("namespace: %s: %w", b.path, err)
+		}
+		if err := bindTree(src, dst, b.attrs); err != nil {
+			return fmt.Errorf("namespace: bind %s: %w", b.path, err)
+		}
+	}
+	// The covers are read-only once the roots beneath them have their mount points.
+	for _, c := range append(append([]string(nil), n.Covers...), "/dev") {
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+		if err := unix.MountSetattr(unix.AT_FDCWD, "/newroot"+c, 0, &attr); err != nil {
+			return fmt.Errorf("namespace: make %s read-only: %w", c, err)
+		}
+	}
+	return nil
+}
+
+func depth(p string) int { return strings.Count(p, "/") }
+
+// mountPoint makes sure dst exists as what src is, inside a cover's tmpfs where it is
+// missing.
+func mountPoint(dst, src string) error {
+	if _, err := os.Lstat(dst); err == nil {
+		return nil
+	}
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return os.Mkdir(dst, 0o755)
+	}
+	return os.WriteFile(dst, nil, 0o600)
+}
+
+// bindTree binds src and everything mounted beneath it at dst, setting attrs on every
+// mount of the copy (the new mount API does that in one call, where mount(2) would need a
+// remount per submount).
+func bindTree(src, dst string, attrs uint64) error {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
+		return fmt.Errorf("open_tree %s: %w", src, err)
+	}
+	defer unix.Close(fd)
+	attr := unix.MountAttr{Attr_set: attrs, Propagation: unix.MS_PRIVATE}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		return fmt.Errorf("mount_setattr %s: %w", src, err)
+	}
+	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("move_mount to %s: %w", dst, err)
+	}
+	return nil
+}
+
+// devNodes are the devices a helper's /dev holds; there is no tty, no pts, no console.
+var devNodes = []string{"null", "zero", "full", "random", "urandom"}
+
+// makeDev gives the new tree a /dev of its own: the device nodes bound from the host's, a
+// private /dev/shm, and the usual links into /proc.
+func makeDev(dev string) error {
+	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
+		return fmt.Errorf("namespace: /dev: %w", err)
+	}
+	for _, d := range devNodes {
+		p := filepath.Join(dev, d)
+		if err := os.WriteFile(p, nil, 0o666); err != nil {
+			return fmt.Errorf("namespace: /dev/%s: %w", d, err)
+		}
+		if err := unix.Mount("/oldroot/dev/"+d, p, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("namespace: bind /dev/%s: %w", d, err)
+		}
+	}
+	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
+		if err := os.Symlink(target, filepath.Join(dev, name)); err != nil {
+			return fmt.Errorf("namespace: /dev/%s: %w", name, err)
+		}
+	}
+	shm := filepath.Join(dev, "shm")
+	if err := os.Mkdir(shm, 0o755); err != nil {
+		return fmt.Errorf("namespace: /dev/shm: %w", err)
+	}
+	if err := unix.Mount("tmpfs", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,size=64m"); err != nil {
+		return fmt.Errorf("namespace: /dev/shm: %w", err)
+	}
+	return nil
+}
+
+// DropAllAndExec takes every capability away for good — the bounding set emptied, ambient
+// and inheritable cleared, no_new_privs set — and replaces the process with argv0 of the
+// running executable. The process that runs afterwards holds no capability, even as root,
+// and nothing it starts can gain one (setuid programs included). It returns only on error.
+func DropAllAndExec(argv0 string, args, env []string) error {
+	runtime.LockOSThread() // capabilities are per thread: the exec happens from this one
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	for c := 0; c <= 63; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return syscall.Exec("/proc/self/exe", append([]string{argv0}, args...), env)
+}
+
+// NoCapabilities reports whether the calling thread holds no capability at all, in any set.
+func NoCapabilities() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return false
+	}
+	for _, d := range data {
+		if d.Effective|d.Permitted|d.Inheritable != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// loopbackUp brings up the network namespace's loopback interface.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
