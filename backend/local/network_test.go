@@ -109,7 +109,7 @@ func TestNetworkAllowlistLandlock(t *testing.T) {
 }
 
 // TestNetworkAllowlistRefusalNamesItsCall: two calls run at the same time on one
-// environment, so through the one proxy port Landlock allows; each makes a request the proxy
+// environment, each through a socket of its own the helper relays to; each makes a request the proxy
 // refuses, and each refusal names the call whose command made it — never the other. A
 // connection no command of a call made (this test's own, or a command run outside any
 // call) is recorded unattributed. Only loopback is touched.
@@ -124,9 +124,10 @@ func TestNetworkAllowlistRefusalNamesItsCall(t *testing.T) {
 	e, err := New(Config{Workspace: ws, Shell: bash, Network: NetworkHost, DefaultTimeout: 30 * time.Second,
 		Env:       map[string]string{"HTTP_PROXY": px.URL()},
 		Sandbox:   SandboxConfig{Network: sandbox.Network{ConnectTCP: []uint16{px.Port()}}},
-		Attribute: func(o backend.ConnOwner) { px.SetOwner(egress.Owner(o)) }})
+		Attribute: func(o backend.ConnOwner) { px.SetOwner(egress.Owner(o)) },
+		ServeCall: px.ServeCall})
 	if err != nil {
-		t.Skipf("no enforced Landlock here: %v", err)
+		t.Skipf("no namespaces here: %v", err)
 	}
 	defer e.Close(context.Background())
 
