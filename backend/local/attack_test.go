@@ -1,0 +1,253 @@
+package local_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/local"
+	"github.com/airlock-dev/airlock/backend/sandbox"
+)
+
+// The attacks of issue 19 against the local backend as configured by default (sandbox
+// auto): each payload is a harmless marker, and each test was seen to fail against the
+// Landlock-from-a-locked-thread design it replaces.
+
+// protectedWorkspace is a workspace whose root holds .env (a deny_names match), the
+// configuration and the ledger, as most projects' do; it returns the environment and the
+// protected files' contents.
+func protectedWorkspace(t *testing.T, mode sandbox.Mode) (*local.Env, string, map[string]string) {
+	t.Helper()
+	ws := t.TempDir()
+	files := map[string]string{
+		".env":                 "API_KEY=marker-secret-env\n",
+		"airlock.toml":         "# marker-secret-config\n",
+		"airlock-ledger.jsonl": "{\"marker\":\"secret-ledger\"}\n",
+		"main.txt":             "hello world\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env, err := local.New(local.Config{Workspace: ws, DefaultTimeout: time.Minute, Sandbox: local.SandboxConfig{
+		Mode:      mode,
+		Protected: []string{filepath.Join(ws, "airlock.toml"), filepath.Join(ws, "airlock-ledger.jsonl")},
+		Hidden:    func(rel string) bool { return rel == ".env" || strings.HasPrefix(rel, ".env.") },
+	}})
+	if err != nil {
+		t.Fatalf("local.New: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Close(context.Background()) })
+	return env, ws, files
+}
+
+func sh(t *testing.T, env backend.Environment, cmd string, extra map[string]string) backend.Result {
+	t.Helper()
+	res, err := env.Exec(context.Background(), backend.Request{Command: cmd, Env: extra})
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	return res
+}
+
+// TestOrdinaryWorkAtAProtectedRoot: with .env, airlock.toml and the ledger at the
+// workspace's root, the everyday commands that make new entries there work, and the
+// protected files stay unreadable and unchanged.
+func TestOrdinaryWorkAtAProtectedRoot(t *testing.T) {
+	env, ws, files := protectedWorkspace(t, sandbox.ModeAuto)
+	work := []struct {
+		name, cmd, needs string
+		made             string
+	}{
+		{"mkdir", "mkdir node_modules", "", "node_modules"},
+		{"new file", "echo hi > new.txt", "", "new.txt"},
+		{"sed -i", "sed -i s/hello/bye/ main.txt && grep -q bye main.txt", "", "main.txt"},
+		{"git init", "git init -q .", "git", ".git/HEAD"},
+		{"npm init", "npm init -y >/dev/null", "npm", "package.json"},
+		{"go mod init", "go mod init example.com/marker", "go", "go.mod"},
+	}
+	for _, w := range work {
+		t.Run(w.name, func(t *testing.T) {
+			if w.needs != "" {
+				if _, err := exec.LookPath(w.needs); err != nil {
+					t.Skipf("%s not installed", w.needs)
+				}
+			}
+			res := sh(t, env, w.cmd, map[string]string{"GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod"})
+			if res.ExitCode != 0 {
+				t.Fatalf("%s: exit %d: %s%s (notes %q)", w.cmd, res.ExitCode, res.Stdout, res.Stderr, res.Notes)
+			}
+			if _, err := os.Stat(filepath.Join(ws, w.made)); err != nil {
+				t.Fatalf("%s made no %s: %v", w.cmd, w.made, err)
+			}
+		})
+	}
+	res := sh(t, env, `for f in .env airlock.toml airlock-ledger.jsonl; do cat $f; echo changed >> $f; rm -f $f; mv $f moved; done 2>&1; cat moved 2>&1; true`, nil)
+	if strings.Contains(string(res.Stdout), "marker") {
+		t.Errorf("a protected file was read: %q", res.Stdout)
+	}
+	for name, body := range files {
+		if name == "main.txt" {
+			continue
+		}
+		if got, err := os.ReadFile(filepath.Join(ws, name)); err != nil || string(got) != body {
+			t.Errorf("%s changed: %q, %v", name, got, err)
+		}
+	}
+}
+
+// TestCannotSignalAirlock: a command signals its parent, Airlock's process by its PID and
+// every thread of it by pidfd_send_signal; none of it reaches this process (which stands in
+// for Airlock and watches for SIGUSR1, the marker).
+func TestCannotSignalAirlock(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	got := make(chan os.Signal, 8)
+	signal.Notify(got, syscall.SIGUSR1)
+	defer signal.Stop(got)
+	env := newEnv(t)
+	attack := `import os, signal, sys
+pid = int(sys.argv[1])
+targets = {os.getppid(), pid}
+for p in list(targets):
+    try:
+        targets.update(int(t) for t in os.listdir('/proc/%d/task' % p))
+    except OSError:
+        pass
+for p in targets:
+    try:
+        os.kill(p, signal.SIGUSR1)
+    except OSError:
+        pass
+    for path in ('/proc/%d' % p, '/proc/%d/task/%d' % (pid, p)):
+        try:
+            fd = os.open(path, os.O_RDONLY)
+            signal.pidfd_send_signal(fd, signal.SIGUSR1)
+        except OSError:
+            pass
+    try:
+        signal.pidfd_send_signal(os.pidfd_open(p), signal.SIGUSR1)
+    except OSError:
+        pass
+print("tried", sorted(targets))
+`
+	res, err := env.Exec(context.Background(), backend.Request{Argv: []string{py, "-c", attack, fmt.Sprint(os.Getpid())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s%s", res.Stdout, res.Stderr)
+	select {
+	case s := <-got:
+		t.Fatalf("a command signalled Airlock's process: %v", s)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if out := sh(t, env, "echo still-served", nil); !strings.Contains(string(out.Stdout), "still-served") {
+		t.Fatalf("the environment stopped serving: %+v", out)
+	}
+}
+
+// TestRepositoryCodeCannotBePlanted: a command cannot write .git/hooks/pre-commit or
+// .git/config (core.fsmonitor), nor swap .git for a copy it controls; git itself works.
+func TestRepositoryCodeCannotBePlanted(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	ws := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", ws).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	env, err := local.New(local.Config{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close(context.Background())
+	config, _ := os.ReadFile(filepath.Join(ws, ".git/config"))
+	res := sh(t, env, `echo 'echo marker' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit
+git config core.fsmonitor 'echo marker'; echo '[core] fsmonitor = marker' >> .git/config
+mv .git .git-old && mkdir -p .git/hooks && echo marker > .git/hooks/pre-commit
+echo x > tracked && git add tracked && git -c user.email=a@b -c user.name=a commit -qm x && echo committed`, nil)
+	t.Logf("%s%s notes %q", res.Stdout, res.Stderr, res.Notes)
+	if _, err := os.Stat(filepath.Join(ws, ".git/hooks/pre-commit")); err == nil {
+		t.Error(".git/hooks/pre-commit was written")
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, ".git/config")); string(got) != string(config) {
+		t.Errorf(".git/config changed:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".git-old")); err == nil {
+		t.Error(".git was renamed away")
+	}
+	if !strings.Contains(string(res.Stdout), "committed") {
+		t.Errorf("git commit did not work in the sandbox: %s", res.Stderr)
+	}
+}
+
+// TestSetsidChildDiesWithTheTree: a process that left its command's group and session
+// (setsid) is killed with the command on timeout; its heartbeat stops.
+func TestSetsidChildDiesWithTheTree(t *testing.T) {
+	env := newEnv(t)
+	ws := env.Describe().Workspace
+	res, err := env.Exec(context.Background(), backend.Request{
+		Command: `setsid sh -c 'while :; do date +%s%N > beat; sleep 0.05; done' </dev/null >/dev/null 2>&1 & sleep 30`,
+		Timeout: time.Second,
+	})
+	if err != nil || !res.TimedOut {
+		t.Fatalf("want a timeout: %v %+v", err, res)
+	}
+	time.Sleep(300 * time.Millisecond)
+	first, _ := os.ReadFile(filepath.Join(ws, "beat"))
+	time.Sleep(500 * time.Millisecond)
+	second, _ := os.ReadFile(filepath.Join(ws, "beat"))
+	if len(first) == 0 {
+		t.Fatal("the setsid child never ran")
+	}
+	if string(first) != string(second) {
+		t.Fatalf("the setsid child outlived its command's timeout: %q then %q", first, second)
+	}
+}
+
+// TestNoTerminal: commands have no /dev/tty to push input into the person's shell with.
+func TestNoTerminal(t *testing.T) {
+	env := newEnv(t)
+	res := sh(t, env, `[ -e /dev/tty ] && echo tty-present; (exec 3</dev/tty) 2>/dev/null && echo tty-opened; ls /dev`, nil)
+	if strings.Contains(string(res.Stdout), "tty-") {
+		t.Fatalf("a command reached /dev/tty: %s", res.Stdout)
+	}
+}
+
+// TestHelperHoldsNoCapabilities: the helper that serves commands holds no capability in
+// any set, even when Airlock runs as root, and is not dumpable.
+func TestHelperHoldsNoCapabilities(t *testing.T) {
+	for _, mode := range []sandbox.Mode{sandbox.ModeNamespaces, sandbox.ModeLandlock} {
+		t.Run(string(mode), func(t *testing.T) {
+			if mode == sandbox.ModeNamespaces {
+				requireNamespaces(t)
+			} else {
+				requireLandlock(t)
+			}
+			env := newEnvMode(mode)(t).(*local.Env)
+			status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", env.HelperPID()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(string(status), "\n") {
+				if strings.HasPrefix(line, "Cap") && !strings.HasSuffix(line, "0000000000000000") {
+					t.Errorf("helper: %s", line)
+				}
+				if strings.HasPrefix(line, "NoNewPrivs:") && !strings.HasSuffix(line, "1") {
+					t.Errorf("helper: %s", line)
+				}
+			}
+		})
+	}
+}
