@@ -88,7 +88,7 @@ func requireLandlock(t *testing.T) {
 }
 
 func BenchmarkExec(b *testing.B) {
-	for _, mode := range []sandbox.Mode{sandbox.ModeOff, sandbox.ModeLandlock} {
+	for _, mode := range []sandbox.Mode{sandbox.ModeOff, sandbox.ModeLandlock, sandbox.ModeNamespaces} {
 		b.Run("sandbox="+string(mode), func(b *testing.B) {
 			if mode == sandbox.ModeLandlock && sandbox.KernelABI() < sandbox.RequiredABI {
 				b.Skip("no Landlock")

@@ -202,3 +202,6 @@ func (e *Env) Isolation() string { return e.isolation }
 
 // HelperPID is the helper's process ID on the host.
 func (e *Env) HelperPID() int { return e.helper.PID() }
+
+// HelperStderr is what the helper said on stderr (for diagnostics).
+func (e *Env) HelperStderr() string { return e.helper.Stderr() }

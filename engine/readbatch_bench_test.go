@@ -1,0 +1,78 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/configs"
+	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/pipeline"
+)
+
+// BenchmarkReadFileBatch runs 10,000 read_file calls in one batch on the local backend as
+// configured by default, through the whole pipeline (policy with its resolve step, receipts,
+// the file tool), and reports the batch's wall time and the largest resident set of this
+// process (Airlock) and of its children (the helper, and what it ran).
+//
+//	go test -run x -bench ReadFileBatch -benchtime 1x ./engine/
+func BenchmarkReadFileBatch(b *testing.B) {
+	calls := 10000
+	if n, err := strconv.Atoi(os.Getenv("AIRLOCK_BENCH_CALLS")); err == nil {
+		calls = n
+	}
+	dir := b.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("f%d.txt", i)), []byte("line one\nline two\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cfg, err := configs.Parse([]byte(`[environment]
+type = "local"
+workspace = "ws"
+timeout = 60
+[ledger]
+path = "state/receipts.jsonl"
+`), dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := make([]pipeline.Call, calls)
+	for i := range batch {
+		batch[i] = call("read_file", map[string]any{"path": fmt.Sprintf("f%d.txt", i%100)})
+	}
+	for i := 0; i < b.N; i++ {
+		e, err := engine.New(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer e.Close(context.Background())
+		s, err := e.Session(context.Background(), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		res := s.RunBatch(context.Background(), batch)
+		took := time.Since(start)
+		for _, r := range res {
+			if r.Status != pipeline.StatusOK {
+				b.Fatalf("read_file: %+v", r)
+			}
+		}
+		b.ReportMetric(took.Seconds(), "s/batch")
+	}
+	var self, children syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	b.ReportMetric(float64(self.Maxrss)/1024, "MiB-rss-airlock")
+	b.ReportMetric(float64(children.Maxrss)/1024, "MiB-rss-children")
+}
