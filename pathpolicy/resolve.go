@@ -90,6 +90,9 @@ func resolve(ctx context.Context, env backend.Environment, paths []string) ([]re
 	if len(paths) == 0 {
 		return nil, nil
 	}
+	if pr, ok := env.(backend.PathResolver); ok {
+		return resolveNative(ctx, pr, paths)
+	}
 	argv := append([]string{"sh", "-c", resolveCmd, "airlock-resolve"}, paths...)
 	res, err := env.Exec(ctx, backend.Request{Argv: argv, Timeout: 30 * time.Second, MaxOutputBytes: 4 << 20})
 	if err != nil {
@@ -127,6 +130,29 @@ func parseResolved(out []byte, n int) ([]resolved, error) {
 			Real: path.Clean(f[1]), Exists: f[2] == "1", Kind: k, Link: f[4] == "1",
 			ViaLink: f[5] == "1", Loop: f[0] == "loop", DotDot: f[0] == "dotdot", Links: links, Size: size,
 		}
+	}
+	return rs, nil
+}
+
+// resolveNative asks the environment's helper, which resolves natively where commands run.
+func resolveNative(ctx context.Context, pr backend.PathResolver, paths []string) ([]resolved, error) {
+	got, err := pr.ResolvePaths(ctx, paths)
+	if err != nil {
+		return nil, fmt.Errorf("resolve paths: %w", err)
+	}
+	rs := make([]resolved, len(got))
+	for i, g := range got {
+		k := KindNone
+		switch g.Kind {
+		case "f":
+			k = KindFile
+		case "d":
+			k = KindDir
+		case "o":
+			k = KindOther
+		}
+		rs[i] = resolved{Real: path.Clean(g.Real), Exists: g.Exists, Kind: k, Link: g.Link, ViaLink: g.ViaLink,
+			Loop: g.Loop, DotDot: g.DotDot, Links: g.Links, Size: g.Size}
 	}
 	return rs, nil
 }

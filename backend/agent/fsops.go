@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -399,6 +400,26 @@ func fileOp(req backend.FileRequest) (backend.FileResult, error) {
 		return fileWrite(req)
 	case backend.FileSearch:
 		return fileSearch(req)
+	case backend.FileResolve:
+		return fileResolve(req)
 	}
 	return backend.FileResult{}, fileErr(backend.FileInvalid, "unknown file operation %q", req.Op)
+}
+
+// fileResolve resolves the NUL-separated absolute paths in req.Data where the helper runs
+// (see [backend.ResolvePath]) and answers with their JSON array.
+func fileResolve(req backend.FileRequest) (backend.FileResult, error) {
+	paths := strings.Split(string(req.Data), "\x00")
+	out := make([]backend.ResolvedPath, len(paths))
+	for i, p := range paths {
+		if !strings.HasPrefix(p, "/") {
+			return backend.FileResult{}, fileErr(backend.FileInvalid, "path %q is not absolute", p)
+		}
+		out[i] = backend.ResolvePath(p)
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return backend.FileResult{}, fileErr(backend.FileIO, "encode: %v", err)
+	}
+	return backend.FileResult{Data: data}, nil
 }

@@ -2,13 +2,18 @@ package local
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"errors"
 	"fmt"
 
 	"github.com/airlock-dev/airlock/backend"
 )
 
-var _ backend.FileOps = (*Env)(nil)
+var (
+	_ backend.FileOps      = (*Env)(nil)
+	_ backend.PathResolver = (*Env)(nil)
+)
 
 // FileOp runs one file operation in the session's helper, which opens the path by
 // descriptor where commands run (see [backend.FileOps]): in namespace mode it sees exactly
@@ -22,4 +27,24 @@ func (e *Env) FileOp(ctx context.Context, req backend.FileRequest) (backend.File
 		return res, fmt.Errorf("local: the helper stopped during a file operation: %w", err)
 	}
 	return res, err
+}
+
+// resolveAnswerBytes bounds a resolve answer.
+const resolveAnswerBytes = 16 << 20
+
+// ResolvePaths resolves the path policy's paths in the helper, where commands run (in
+// namespace mode: through the same mounts they see), with one message.
+func (e *Env) ResolvePaths(ctx context.Context, paths []string) ([]backend.ResolvedPath, error) {
+	res, err := e.FileOp(ctx, backend.FileRequest{Op: backend.FileResolve, Data: []byte(strings.Join(paths, "\x00")), MaxBytes: resolveAnswerBytes})
+	if err != nil {
+		return nil, err
+	}
+	var out []backend.ResolvedPath
+	if err := json.Unmarshal(res.Data, &out); err != nil {
+		return nil, fmt.Errorf("local: resolve answer: %w", err)
+	}
+	if len(out) != len(paths) {
+		return nil, fmt.Errorf("local: resolve answer: %d paths for %d", len(out), len(paths))
+	}
+	return out, nil
 }
