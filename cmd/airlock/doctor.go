@@ -109,7 +109,8 @@ func runDoctor(args []string, s stdio) int {
 	}
 	ws := cfg.WorkspaceDir()
 	for _, p := range cfg.OwnFiles() {
-		if p != "" && d.Kind == "local" && within(ws, p) {
+		// In namespaces a mask covers the file alone; without, Landlock leaves its directory out.
+		if p != "" && d.Kind == "local" && d.Mode != "helper-namespaces" && within(ws, p) {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%s lies in the workspace: the sandbox keeps it out, but nothing new can be created directly in %s; move it out of the workspace", p, filepath.Dir(p)))
 		}
 	}
