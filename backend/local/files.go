@@ -3,9 +3,9 @@ package local
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/airlock-dev/airlock/backend"
 )
