@@ -24,7 +24,8 @@ func newLocal(t *testing.T) *local.Env {
 	return env
 }
 
-// TestLocal runs the suite on the local backend, where files are opened through os.Root.
+// TestLocal runs the suite on the local backend as configured by default: files are opened
+// by descriptor in the session's helper, in its namespaces where the host allows.
 func TestLocal(t *testing.T) {
 	fileopstest.Run(t, func(t *testing.T) backend.Environment { return newLocal(t) })
 }
@@ -107,4 +108,13 @@ func TestLocalShellSandboxed(t *testing.T) {
 
 func TestLocalShellUnsandboxed(t *testing.T) {
 	fileopstest.Run(t, func(t *testing.T) backend.Environment { return remoteLike{newLocalMode(t, sandbox.ModeOff)} })
+}
+
+// TestLocalFallback runs the suite on the local backend's fallback: the helper without
+// namespaces, Landlock + seccomp required (file operations still run in the helper).
+func TestLocalFallback(t *testing.T) {
+	if sandbox.KernelABI() < sandbox.RequiredABI {
+		t.Skip("no Landlock")
+	}
+	fileopstest.Run(t, func(t *testing.T) backend.Environment { return newLocalMode(t, sandbox.ModeLandlock) })
 }

@@ -251,3 +251,34 @@ func TestHelperHoldsNoCapabilities(t *testing.T) {
 		})
 	}
 }
+
+// TestFallbackSaysWhatIsMissing: where the helper cannot have namespaces, mode auto runs it
+// without, and Describe and every result say which guarantees are missing; mode namespaces
+// refuses to start, saying why and how to choose.
+func TestFallbackSaysWhatIsMissing(t *testing.T) {
+	requireLandlock(t)
+	const why = "played: this host refuses user namespaces"
+	env, err := local.New(local.Config{Workspace: t.TempDir()}, local.WithoutNamespaces(why))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close(context.Background())
+	if env.Isolation() != "child" {
+		t.Fatalf("isolation %q", env.Isolation())
+	}
+	notes := strings.Join(env.Describe().Notes, "\n")
+	if !strings.Contains(notes, why) || !strings.Contains(notes, "missing: ") || !strings.Contains(notes, "no PID namespace") {
+		t.Errorf("Describe does not say what is missing:\n%s", notes)
+	}
+	res := sh(t, env, "true", nil)
+	if got := strings.Join(res.Notes, "\n"); !strings.Contains(got, "missing: ") || !strings.Contains(got, why) {
+		t.Errorf("a result's notes do not say what is missing: %q", res.Notes)
+	}
+	if !env.Describe().Capabilities.KernelSandbox {
+		t.Error("Landlock + seccomp not enforced in the fallback")
+	}
+	_, err = local.New(local.Config{Workspace: t.TempDir(), Sandbox: local.SandboxConfig{Mode: sandbox.ModeNamespaces}}, local.WithoutNamespaces(why))
+	if err == nil || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), `sandbox = "auto"`) {
+		t.Fatalf("mode namespaces without them: %v", err)
+	}
+}

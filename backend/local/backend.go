@@ -117,6 +117,8 @@ type Option func(*options) error
 type options struct {
 	logger hclog.Logger
 	probe  sandbox.Probe
+	// noNamespaces, when set, plays a host that refuses the helper namespaces, saying so.
+	noNamespaces string
 }
 
 // WithLogger sets the logger (default: none).
@@ -142,6 +144,8 @@ type Env struct {
 	helper    *agent.Helper
 	isolation string // isolationNamespaces or isolationChild
 	fallback  string // why the helper has no namespaces, in mode auto
+	// noNamespaces plays a host without namespaces (WithoutNamespaces).
+	noNamespaces string
 	note      string // the line every result carries
 	tempDir   string
 	egressDir []string // the calls' egress sockets' directory, with ServeCall
@@ -208,6 +212,7 @@ func New(cfg Config, opts ...Option) (*Env, error) {
 	if err := e.setupEgress(); err != nil {
 		return nil, err
 	}
+	e.noNamespaces = o.noNamespaces
 	if err := e.startHelper(cfg.Sandbox, o.probe); err != nil {
 		e.removeDirs()
 		return nil, err

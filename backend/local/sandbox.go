@@ -31,6 +31,15 @@ type SandboxConfig struct {
 	Network sandbox.Network
 }
 
+// WithoutNamespaces plays a host that refuses the helper namespaces, for the reason why
+// (tests of the fallback on a host that has them).
+func WithoutNamespaces(why string) Option {
+	return func(o *options) error {
+		o.noNamespaces = why
+		return nil
+	}
+}
+
 // WithSandboxProbe replaces the kernel's Landlock probe (tests play a kernel without it).
 func WithSandboxProbe(p sandbox.Probe) Option {
 	return func(o *options) error {
@@ -101,7 +110,11 @@ func (e *Env) startHelper(c SandboxConfig, probe sandbox.Probe) error {
 			// advance.
 			spec.Network = sandbox.Network{Unrestricted: true}
 		}
-		h, err := agent.StartHelper(ctx, spec, e.log.Named("helper"))
+		var h *agent.Helper
+		err := fmt.Errorf("%w: %s", agent.ErrNamespace, e.noNamespaces)
+		if e.noNamespaces == "" {
+			h, err = agent.StartHelper(ctx, spec, e.log.Named("helper"))
+		}
 		if err == nil {
 			e.helper, e.isolation = h, isolationNamespaces
 			e.hidesDenyNames = c.Hidden != nil && !ns.ScanCut
