@@ -35,7 +35,10 @@ func world(t *testing.T) (*local.Env, string) {
 			t.Fatal(err)
 		}
 	}
-	env, err := local.New(local.Config{Workspace: filepath.Join(dir, "ws")})
+	// The test's whole directory is a read root of the environment, as the runtime makes
+	// the policy's roots: the helper sees it where commands run.
+	env, err := local.New(local.Config{Workspace: filepath.Join(dir, "ws"), Sandbox: local.SandboxConfig{
+		ReadRoots: []string{dir}, WriteRoots: []string{filepath.Join(dir, "ws")}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,15 @@ func (e *Env) startHelper(c SandboxConfig, probe sandbox.Probe) error {
 	ctx := context.Background()
 	if mode == sandbox.ModeAuto || mode == sandbox.ModeNamespaces {
 		home, _ := os.UserHomeDir()
-		ns := sandbox.PlanNamespace(sandbox.Policy{ReadRoots: append(read, e.egressDir...), WriteRoots: write, TempDir: tmp,
+		// The configured shell (and the programs beside it) stay reachable where a cover
+		// would hide them.
+		nsRead := append(append([]string(nil), read...), e.egressDir...)
+		if filepath.IsAbs(e.cfg.Shell) {
+			if sh, err := filepath.EvalSymlinks(e.cfg.Shell); err == nil {
+				nsRead = append(nsRead, filepath.Dir(sh))
+			}
+		}
+		ns := sandbox.PlanNamespace(sandbox.Policy{ReadRoots: nsRead, WriteRoots: write, TempDir: tmp,
 			Home: home, Protected: c.Protected, Hidden: c.Hidden})
 		ns.Network = e.noNetwork() || e.cfg.ServeCall != nil
 		ns.User = os.Geteuid() != 0
