@@ -103,9 +103,7 @@ func (e *Env) startHelper(c SandboxConfig, probe sandbox.Probe) error {
 		// would hide them.
 		nsRead := append(append([]string(nil), read...), e.egressDir...)
 		if filepath.IsAbs(e.cfg.Shell) {
-			if sh, err := filepath.EvalSymlinks(e.cfg.Shell); err == nil {
-				nsRead = append(nsRead, filepath.Dir(sh))
-			}
+			nsRead = append(nsRead, filepath.Dir(e.cfg.Shell))
 		}
 		ns := sandbox.PlanNamespace(sandbox.Policy{ReadRoots: nsRead, WriteRoots: write, TempDir: tmp,
 			Home: home, Protected: c.Protected, Hidden: c.Hidden})
