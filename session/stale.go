@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -101,10 +102,25 @@ func (g *StaleCheck) After(ctx context.Context, req *pipeline.Request, res pipel
 	}
 }
 
+// hashByDescriptorBytes is the largest file a helper hashes by descriptor.
+const hashByDescriptorBytes = 8 << 20
+
 // Hash returns the SHA-256 of the file at path inside env, or "absent" when there is none.
 // It runs in the environment, so it sees what the tools see (a container's or a remote
 // host's file).
 func Hash(ctx context.Context, env backend.Environment, path string) (string, error) {
+	// A resident helper hashes by descriptor, with no process; what it refuses to open
+	// (a link, a file with several names, a large file) is hashed by the script below.
+	if fo, ok := env.(backend.FileOps); ok {
+		res, err := fo.FileOp(ctx, backend.FileRequest{Op: backend.FileRead, Path: path, MaxBytes: hashByDescriptorBytes})
+		var fe *backend.FileError
+		switch {
+		case err == nil && res.SHA256 != "":
+			return res.SHA256, nil
+		case errors.As(err, &fe) && fe.Code == backend.FileNotFound:
+			return absent, nil
+		}
+	}
 	// The path travels as an argument, never inside the script.
 	script := `if [ -f "$1" ]; then sha256sum < "$1"; else echo ` + absent + `; fi`
 	res, err := env.Exec(ctx, backend.Request{Argv: []string{"sh", "-c", script, "sh", path}})
