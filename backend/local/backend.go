@@ -146,9 +146,9 @@ type Env struct {
 	fallback  string // why the helper has no namespaces, in mode auto
 	// noNamespaces plays a host without namespaces (WithoutNamespaces).
 	noNamespaces string
-	note      string // the line every result carries
-	tempDir   string
-	egressDir []string // the calls' egress sockets' directory, with ServeCall
+	note         string // the line every result carries
+	tempDir      string
+	egressDir    []string // the calls' egress sockets' directory, with ServeCall
 	// guards and writeRoots explain a refusal in a result's notes (explain.go).
 	guards     []guarded
 	writeRoots []string
