@@ -35,7 +35,7 @@ func TestPlanNamespace(t *testing.T) {
 		{"write roots", n.WriteRoots, []string{"/tmp/airlock-session-1", "/work/app"}},
 		{"read roots under a cover", n.ReadRoots, []string{"/run/systemd/resolve/stub-resolv.conf", "/tmp/ro-root"}},
 		{"covers", n.Covers, []string{"/run", "/tmp"}},
-		{"masks", n.Masks, []string{"/etc/shadow", "/home/ann/.ssh", "/work/app/.env", "/work/app/.ssh", "/work/app/airlock.toml",
+		{"masks", n.Masks, []string{"/etc/shadow", "/home/ann/.cargo/credentials.toml", "/home/ann/.ssh", "/work/app/.env", "/work/app/.ssh", "/work/app/airlock.toml",
 			"/work/app/receipts.jsonl", "/work/app/secrets", "/work/app/src/.env.local"}},
 		{"pins", n.Pins, []string{"/work/app/.git"}},
 		{"read-only", n.ReadOnly, []string{"/work/app/.git/config", "/work/app/.git/hooks", "/work/app/vendor/lib/.git"}},
