@@ -198,8 +198,9 @@ func TestSetsidChildDiesWithTheTree(t *testing.T) {
 	env := newEnv(t)
 	ws := env.Describe().Workspace
 	res, err := env.Exec(context.Background(), backend.Request{
-		Command: `setsid sh -c 'while :; do date +%s%N > beat; sleep 0.05; done' </dev/null >/dev/null 2>&1 & sleep 30`,
-		Timeout: time.Second,
+		Command: `setsid sh -c 'while :; do date +%s%N > beat; sleep 0.05; done' </dev/null >/dev/null 2>&1 &
+while [ ! -s beat ]; do sleep 0.01; done; sleep 30`,
+		Timeout: 3 * time.Second,
 	})
 	if err != nil || !res.TimedOut {
 		t.Fatalf("want a timeout: %v %+v", err, res)
