@@ -40,6 +40,7 @@ type Config struct {
 	Session     Session           `toml:"session"`
 	Jobs        Jobs              `toml:"jobs"`
 	MCP         MCP               `toml:"mcp"`
+	Serve       Serve             `toml:"serve"`
 	Metrics     metrics.Config    `toml:"metrics"`
 
 	// Dir is the directory relative paths are taken from: the config file's directory, or
@@ -120,6 +121,7 @@ func Default() Config {
 		Tools:     Tools{MaxOutputChars: 50000, Enabled: append([]string(nil), Toolsets...)},
 		Jobs:      defaultJobs(),
 		MCP:       defaultMCP(),
+		Serve:     defaultServe(),
 		Approvals: defaultApprovals(),
 		Policy:    pathpolicy.DefaultConfig(),
 		Network:   urlguard.DefaultConfig(),
@@ -382,6 +384,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	vs = append(vs, c.validateAgentFacing()...)
+	vs = append(vs, c.Serve.validate()...)
 	if len(vs) > 0 {
 		return &Error{File: c.File, Violations: vs}
 	}

@@ -62,12 +62,15 @@ type Receipt struct {
 }
 
 // Client is the program that sent a call, as it named itself (MCP initialize's clientInfo),
-// and the id it gave the call (from the request's _meta). Both are the client's word, not
-// checked by Airlock: they join records, they do not authorise.
+// and the id it gave the call (from the request's _meta). Those are the client's word, not
+// checked by Airlock: they join records, they do not authorise. Caller is the exception.
 type Client struct {
 	Name    string `json:"name,omitempty"`
 	Version string `json:"version,omitempty"`
 	CallID  string `json:"call_id,omitempty"`
+	// Caller is the name of the credential the front end authenticated the request with
+	// (`airlock serve`'s bearer token): unlike the rest, Airlock checked it.
+	Caller string `json:"caller,omitempty"`
 }
 
 // NetworkDenial is one refused connection: the host and port asked for, the URL guard's

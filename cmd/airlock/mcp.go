@@ -44,24 +44,17 @@ func runMCP(args []string, s stdio) int {
 	}
 	// The session lives as long as the client's connection: it is not reaped while idle,
 	// since its background jobs would die with it.
-	eng, err := engine.New(ctx, cfg, engine.WithLogger(log), engine.WithPendingApprovals(cfg.MCP.ApprovalTTL.D()), engine.WithSessionTTL(-1), engine.WithJobPromotion(), engine.WithMetricsEndpoint())
+	rt, err := openMCPRuntime(ctx, cfg, log, elicit, engine.WithSessionTTL(-1))
 	if err != nil {
 		return fail(s, err)
 	}
-	defer func() {
-		if err := eng.Close(context.WithoutCancel(ctx)); err != nil {
-			log.Warn("close failed", "error", err)
-		}
-	}()
+	defer rt.close(ctx)
+	eng := rt.eng
 	sess, err := eng.Session(ctx, cf.session)
 	if err != nil {
 		return fail(s, err)
 	}
-	srv, err := mcpserver.New(ctx, mcpserver.Options{
-		Registry: eng.Registry(), Session: sess, ElicitWait: cfg.MCP.ElicitationWait.D(),
-		Toolsets: cfg.Tools.Enabled, AllowedTools: cfg.Policy.AllowedTools,
-		ApprovalWaitMax: cfg.MCP.ApprovalWaitMax.D(), Logger: log, Version: version, NoElicitation: !elicit,
-	})
+	srv, err := rt.server(ctx, sess)
 	if err != nil {
 		return fail(s, err)
 	}

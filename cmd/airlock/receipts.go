@@ -126,6 +126,9 @@ func showReceipts(file string, s stdio) int {
 		client, clientCall := "", ""
 		if c := r.Client; c != nil {
 			client, clientCall = strings.TrimSuffix(c.Name+" "+c.Version, " "), c.CallID
+			if c.Caller != "" {
+				client = strings.TrimPrefix(client+" (caller "+c.Caller+")", " ")
+			}
 		}
 		row(seq, at, ln.Event, r.CallID, r.ToolName, r.Decision, r.ReasonCode, r.DecidedBy,
 			strconv.FormatBool(r.DispatchStarted), strconv.FormatBool(r.HandlerStarted), string(r.Outcome), exit, client, clientCall)

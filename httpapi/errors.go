@@ -1,0 +1,55 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// Stable error codes of the envelope. A client branches on these, never on the message.
+const (
+	CodeUnauthorized         = "unauthorized"
+	CodeNotFound             = "not_found"
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeSessionNotFound      = "session_not_found"
+	CodeInvalidJSON          = "invalid_json"
+	CodeUnknownField         = "unknown_field"
+	CodeInvalidCalls         = "invalid_calls"
+	CodeBodyTooLarge         = "body_too_large"
+	CodeUnsupportedMediaType = "unsupported_media_type"
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	CodeShuttingDown         = "shutting_down"
+	CodeSessionOpenFailed    = "session_open_failed"
+	CodeInternal             = "internal"
+)
+
+// Codes lists every code of the envelope, for the documentation's test.
+var Codes = []string{
+	CodeUnauthorized, CodeNotFound, CodeMethodNotAllowed, CodeSessionNotFound, CodeInvalidJSON,
+	CodeUnknownField, CodeInvalidCalls, CodeBodyTooLarge, CodeUnsupportedMediaType,
+	CodeIdempotencyKeyReused, CodeShuttingDown, CodeSessionOpenFailed, CodeInternal,
+}
+
+// ErrorBody is the envelope of every failure.
+type ErrorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	var b ErrorBody
+	b.Error.Code, b.Error.Message = code, msg
+	writeJSON(w, status, b)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		data = []byte(`{"error":{"code":"internal","message":"the answer could not be encoded"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(data, '\n'))
+}

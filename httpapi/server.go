@@ -1,0 +1,270 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/mcpserver"
+)
+
+// Options configure a [Server]. Engine, Tokens and MCPServer are required.
+type Options struct {
+	Engine *engine.Engine
+	Tokens *Tokens
+	// MCPServer builds the MCP server for one session at /mcp; the front end that builds
+	// the runtime knows how (the approver it asks through).
+	MCPServer func(ctx context.Context, sess mcpserver.Session) (*mcp.Server, error)
+	// MaxBodyBytes bounds a request body; zero means 4 MiB.
+	MaxBodyBytes int64
+	Logger       hclog.Logger
+}
+
+// Server is the HTTP front end. Build it with [New], serve [Server.Handler] (or
+// [Server.Serve]), end it with [Server.Shutdown].
+type Server struct {
+	opts    Options
+	log     hclog.Logger
+	routes  []route
+	handler http.Handler
+	mcp     http.Handler
+	idem    *idempotency
+
+	draining atomic.Bool
+	// calls counts the calls running now, from either API; Shutdown waits for them.
+	calls tracker
+
+	mu       sync.Mutex
+	sessions map[string]*entry
+	http     *http.Server
+}
+
+// New builds the server.
+func New(opts Options) (*Server, error) {
+	switch {
+	case opts.Engine == nil:
+		return nil, errors.New("httpapi: engine is required")
+	case opts.Tokens == nil || opts.Tokens.Len() == 0:
+		return nil, errors.New("httpapi: at least one token is required")
+	case opts.MCPServer == nil:
+		return nil, errors.New("httpapi: MCPServer is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 4 << 20
+	}
+	s := &Server{opts: opts, log: opts.Logger.Named("serve"), sessions: map[string]*entry{}, idem: newIdempotency()}
+	s.mcp = s.mcpHandler()
+	s.routes = s.table()
+	mux := http.NewServeMux()
+	for _, r := range s.routes {
+		mux.Handle(r.path, s.dispatch(r))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s; see /v1/openapi.json", r.Method, r.URL.Path))
+	})
+	s.handler = s.authenticate(mux)
+	return s, nil
+}
+
+// route is one path and what each method does there. The table is the one list of what
+// the server serves: the mux, the 405 answers and the OpenAPI test read it.
+type route struct {
+	path    string
+	public  bool
+	methods map[string]http.HandlerFunc
+}
+
+func (s *Server) table() []route {
+	return []route{
+		{path: "/healthz", public: true, methods: map[string]http.HandlerFunc{"GET": s.healthz}},
+		{path: "/readyz", public: true, methods: map[string]http.HandlerFunc{"GET": s.readyz}},
+		{path: "/v1/openapi.json", methods: map[string]http.HandlerFunc{"GET": serveOpenAPI}},
+		{path: "/v1/sessions", methods: map[string]http.HandlerFunc{"GET": s.listSessions, "POST": s.createSession}},
+		{path: "/v1/sessions/{id}", methods: map[string]http.HandlerFunc{"GET": s.getSession, "DELETE": s.deleteSession}},
+		{path: "/v1/sessions/{id}/calls", methods: map[string]http.HandlerFunc{"POST": s.postCalls}},
+		{path: "/mcp", methods: map[string]http.HandlerFunc{"GET": s.mcp.ServeHTTP, "POST": s.mcp.ServeHTTP, "DELETE": s.mcp.ServeHTTP}},
+	}
+}
+
+// Routes lists "METHOD PATH" for every route served, sorted.
+func (s *Server) Routes() []string {
+	var out []string
+	for _, r := range s.routes {
+		for m := range r.methods {
+			out = append(out, m+" "+r.path)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *Server) dispatch(r route) http.Handler {
+	allow := make([]string, 0, len(r.methods))
+	for m := range r.methods {
+		allow = append(allow, m)
+	}
+	sort.Strings(allow)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		h, ok := r.methods[req.Method]
+		if !ok {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+				fmt.Sprintf("%s %s: allowed methods are %s", req.Method, r.path, strings.Join(allow, ", ")))
+			return
+		}
+		h(w, req)
+	})
+}
+
+// isPublic says whether path is served without a token.
+func (s *Server) isPublic(path string) bool {
+	for _, r := range s.routes {
+		if r.public && r.path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// authenticate lets a request through only with an accepted bearer token, and puts the
+// token's name in its context.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.isPublic(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		tok := bearer(r)
+		name, ok := s.opts.Tokens.lookup(tok)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
+			msg := "this endpoint needs an Authorization: Bearer TOKEN header"
+			if tok != "" {
+				msg = "the bearer token is not one this server accepts"
+			}
+			writeError(w, http.StatusUnauthorized, CodeUnauthorized, msg)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, name)))
+	})
+}
+
+// Handler is the server's whole HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if s.draining.Load() {
+		writeError(w, http.StatusServiceUnavailable, CodeShuttingDown, "the server is shutting down")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// Serve serves on ln until Shutdown. It returns nil after a shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		// No ReadTimeout or WriteTimeout: calls and MCP streams last as long as a command
+		// may run; a stalled body read is bounded by the body limit and IdleTimeout.
+		IdleTimeout: 2 * time.Minute,
+		ErrorLog:    s.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	s.mu.Lock()
+	s.http = hs
+	s.mu.Unlock()
+	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops taking requests and connections, lets running calls finish until grace
+// has passed, then ends every session, which cancels what still runs (each such call's
+// receipt says interrupted), and closes the connections left.
+func (s *Server) Shutdown(ctx context.Context, grace time.Duration) error {
+	s.draining.Store(true)
+	s.mu.Lock()
+	hs := s.http
+	s.mu.Unlock()
+	stopped := make(chan error, 1)
+	if hs != nil {
+		go func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+			defer cancel()
+			stopped <- hs.Shutdown(sctx)
+		}()
+	} else {
+		stopped <- nil
+	}
+	idle := s.calls.wait()
+	select {
+	case <-idle:
+	case <-time.After(grace):
+		s.log.Warn("calls still running after the grace period: cancelling them", "grace", grace.String())
+	case <-ctx.Done():
+	}
+	errs := []error{s.closeSessions(ctx)}
+	<-idle
+	if hs != nil {
+		if err := <-stopped; err != nil {
+			errs = append(errs, hs.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// tracker counts running calls; wait gives a channel closed once none runs.
+type tracker struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{}
+}
+
+func (t *tracker) add() {
+	t.mu.Lock()
+	t.n++
+	t.mu.Unlock()
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n--
+	if t.n == 0 && t.idle != nil {
+		close(t.idle)
+		t.idle = nil
+	}
+}
+
+func (t *tracker) wait() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	if t.idle == nil {
+		t.idle = make(chan struct{})
+	}
+	return t.idle
+}
