@@ -49,6 +49,11 @@ func (s *Server) newMCPSession(r *http.Request) *mcp.Server {
 	if slot == nil {
 		return nil
 	}
+	if slot.srv != nil {
+		// The SDK asks more than once per request (for the protocol versions, then to
+		// connect): one request opens one session.
+		return slot.srv
+	}
 	caller := Caller(r.Context())
 	e, err := s.open(r.Context(), caller, KindMCP)
 	if err != nil {
@@ -75,7 +80,12 @@ func (s *Server) adoptMCP(slot *mcpSlot) {
 	for x := range slot.srv.Sessions() {
 		ss = x
 	}
-	if ss == nil {
+	if ss == nil || ss.InitializeParams() == nil {
+		// Not an initialize that succeeded (a client probing for a newer protocol first
+		// sends a request of that kind): the SDK closed its side; close ours.
+		if ss != nil {
+			_ = ss.Close()
+		}
 		_ = slot.e.sess.Close(context.Background())
 		return
 	}
