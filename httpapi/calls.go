@@ -33,6 +33,10 @@ func (s *Server) postCalls(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, CodeShuttingDown, "the server is shutting down; no new calls are taken")
 		return
 	}
+	// Counted until the answer is written, so that shutdown closes no connection before
+	// its call's result is on it.
+	s.calls.add()
+	defer s.calls.done()
 	body, ok := s.readBody(w, r)
 	if !ok {
 		return

@@ -1,5 +1,7 @@
 // Drives the built `airlock mcp` over stdio with the official TypeScript SDK client.
 // Usage: node flows.mjs SDK_DIR AIRLOCK_BIN CONFIG WORKSPACE
+// With AIRLOCK_MCP_URL (and AIRLOCK_MCP_TOKEN) set, it drives `airlock serve` at that URL over
+// streamable HTTP instead.
 // Prints "ok STEP" for each flow and exits non-zero at the first failure.
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -9,6 +11,7 @@ const [sdkDir, bin, config, ws] = process.argv.slice(2);
 const sdk = (p) => import(path.join(sdkDir, "node_modules/@modelcontextprotocol/sdk/dist/esm", p));
 const { Client } = await sdk("client/index.js");
 const { StdioClientTransport } = await sdk("client/stdio.js");
+const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
 const { ElicitRequestSchema } = await sdk("types.js");
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -52,7 +55,11 @@ client.setRequestHandler(ElicitRequestSchema, async (req) => {
   if (req.params.message.includes("approve-me")) return { action: "accept", content: { decision: "approve_once" } };
   return { action: "accept", content: { decision: "deny", message: "not now: run the unit tests instead" } };
 });
-const transport = new StdioClientTransport({ command: bin, args: ["mcp", "--config", config], cwd: ws, stderr: "inherit" });
+const transport = process.env.AIRLOCK_MCP_URL
+  ? new StreamableHTTPClientTransport(new URL(process.env.AIRLOCK_MCP_URL), {
+      requestInit: { headers: { Authorization: "Bearer " + process.env.AIRLOCK_MCP_TOKEN } },
+    })
+  : new StdioClientTransport({ command: bin, args: ["mcp", "--config", config], cwd: ws, stderr: "inherit" });
 await client.connect(transport);
 const call = (name, args, opts) => client.callTool({ name, arguments: args }, undefined, opts);
 
