@@ -19,7 +19,7 @@ import (
 // receipts' reason_code, the URL guard's reasons and the ledger's events.
 var codePackages = []string{
 	"pipeline", "approval", "pathpolicy", "fileops", "session", "engine", "webfetch",
-	"terminal", "jobs", "urlguard", "receipt",
+	"terminal", "jobs", "urlguard", "receipt", "httpapi", "toolcall",
 }
 
 // TestEveryCodeIsDocumented reads the code the way a reviewer would look for codes — string
