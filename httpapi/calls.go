@@ -42,6 +42,18 @@ func (s *Server) postCalls(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
+	if key == "" && wantsEvents(r) {
+		calls, _, err := toolcall.Parse(body, toolcall.Options{DisallowUnknownFields: true})
+		if err != nil {
+			status, out := marshalError(http.StatusBadRequest, parseCode(err), err.Error())
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write(out)
+			return
+		}
+		s.streamCalls(w, r, e, calls)
+		return
+	}
 	if key == "" {
 		status, out := s.runCalls(r, e, body)
 		w.Header().Set("Content-Type", "application/json")
@@ -80,12 +92,7 @@ func (s *Server) postCalls(w http.ResponseWriter, r *http.Request) {
 func (s *Server) runCalls(r *http.Request, e *entry, body []byte) (int, []byte) {
 	calls, form, err := toolcall.Parse(body, toolcall.Options{DisallowUnknownFields: true})
 	if err != nil {
-		code := CodeInvalidCalls
-		var te *toolcall.Error
-		if errors.As(err, &te) {
-			code = te.Code // the same words: invalid_json, unknown_field, invalid_calls
-		}
-		return marshalError(http.StatusBadRequest, code, err.Error())
+		return marshalError(http.StatusBadRequest, parseCode(err), err.Error())
 	}
 	cs := &callerSession{Session: e.sess, caller: Caller(r.Context()), s: s, e: e}
 	results := cs.RunBatch(r.Context(), calls)
@@ -101,6 +108,15 @@ func (s *Server) runCalls(r *http.Request, e *entry, body []byte) (int, []byte) 
 	rec := recorder{}
 	writeJSON(&rec, http.StatusOK, v)
 	return rec.status, rec.body
+}
+
+// parseCode is the envelope's code for a parse error: the same words as toolcall's.
+func parseCode(err error) string {
+	var te *toolcall.Error
+	if errors.As(err, &te) {
+		return te.Code
+	}
+	return CodeInvalidCalls
 }
 
 func marshalError(status int, code, msg string) (int, []byte) {
