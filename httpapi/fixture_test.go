@@ -37,7 +37,7 @@ type fixture struct {
 
 // newFixture serves the HTTP front end on 127.0.0.1:0 over a runtime built from a config
 // (local backend on a temporary workspace) the way `airlock serve` builds it.
-func newFixture(t *testing.T, extra string) *fixture {
+func newFixture(t testing.TB, extra string) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	must(t, os.MkdirAll(filepath.Join(dir, "ws"), 0o755))
@@ -85,7 +85,7 @@ max_wait = "10s"
 	return &fixture{url: "http://" + ln.Addr().String(), ws: cfg.WorkspaceDir(), ledger: cfg.LedgerPath(), srv: srv, eng: eng}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func (a answer) errCode() string {
 	return e.Error.Code
 }
 
-func (a answer) decode(t *testing.T, v any) {
+func (a answer) decode(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(a.body, v); err != nil {
 		t.Fatalf("answer %d %s: %v", a.status, a.body, err)
@@ -112,7 +112,7 @@ func (a answer) decode(t *testing.T, v any) {
 }
 
 // do sends one request; token "" sends none. header holds extra headers.
-func (f *fixture) do(t *testing.T, method, path, token, body string, header ...string) answer {
+func (f *fixture) do(t testing.TB, method, path, token, body string, header ...string) answer {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -138,7 +138,7 @@ func (f *fixture) do(t *testing.T, method, path, token, body string, header ...s
 }
 
 // session opens a session for token and returns its id.
-func (f *fixture) session(t *testing.T, token string) httpapi.SessionInfo {
+func (f *fixture) session(t testing.TB, token string) httpapi.SessionInfo {
 	t.Helper()
 	a := f.do(t, "POST", "/v1/sessions", token, "")
 	if a.status != http.StatusCreated {
@@ -150,7 +150,7 @@ func (f *fixture) session(t *testing.T, token string) httpapi.SessionInfo {
 }
 
 // receipts reads the ledger after checking its chain.
-func (f *fixture) receipts(t *testing.T) []receipt.Line {
+func (f *fixture) receipts(t testing.TB) []receipt.Line {
 	t.Helper()
 	if _, err := receipt.VerifyFile(f.ledger); err != nil {
 		t.Fatalf("ledger does not verify: %v", err)
