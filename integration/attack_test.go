@@ -317,8 +317,8 @@ func TestGitDriversUnconfined(t *testing.T) {
 		t.Fatalf("set-up: %+v", rs[0])
 	}
 	_ = os.Remove(filepath.Join(ws, "driver-ran"))
-	writeConfig(t, b.ws, "[environment.local]\nsandbox = \"auto\"\n[approvals]\nmode = \"manual\"\nallow_write = true\n")
-	env := append(b.env, "AIRLOCK_TEST_LANDLOCK_ABI=0")
+	writeConfig(t, b.ws, "[environment.local]\nsandbox = \"auto\"\n[network]\nmode = \"open\"\n[approvals]\nmode = \"manual\"\nallow_write = true\n")
+	env := append(b.env, "AIRLOCK_TEST_LANDLOCK_ABI=0", "AIRLOCK_TEST_NO_NAMESPACES=a host that refuses them")
 	cmds := []string{"cd work/drv && git diff", "cd work/drv && git status", "cd work/drv && git show HEAD", "cd work/drv && git log -p", "cd work/drv && git log --oneline"}
 	var arr []map[string]any
 	for i, c := range cmds {
@@ -354,12 +354,12 @@ func TestGitDriversUnconfined(t *testing.T) {
 func TestSandboxUnavailable(t *testing.T) {
 	t.Parallel()
 	b := newLocalBed(t, "landlock")
-	env := append(b.env, "AIRLOCK_TEST_LANDLOCK_ABI=0")
+	env := append(b.env, "AIRLOCK_TEST_LANDLOCK_ABI=0", "AIRLOCK_TEST_NO_NAMESPACES=a host that refuses them")
 	_, errOut, code := run(t, b.dir, `{"name":"terminal","arguments":{"command":"true"}}`, env, "call")
 	if code == 0 || !strings.Contains(errOut, "no Landlock") || !strings.Contains(errOut, `sandbox = "auto"`) || !strings.Contains(errOut, "environment.local.sandbox") {
 		t.Fatalf("landlock without a kernel: exit %d, %s", code, errOut)
 	}
-	writeConfig(t, b.ws, "[environment.local]\nsandbox = \"auto\"\n[approvals]\nmode = \"manual\"\nallow_write = true\n")
+	writeConfig(t, b.ws, "[environment.local]\nsandbox = \"auto\"\n[network]\nmode = \"open\"\n[approvals]\nmode = \"manual\"\nallow_write = true\n")
 	out, errOut, code := run(t, b.dir, `[{"name":"terminal","arguments":{"command":"touch work/new"}},{"name":"terminal","arguments":{"command":"ls work"}}]`, env, "call")
 	if code != 0 {
 		t.Fatalf("auto without a kernel: exit %d: %s", code, errOut)

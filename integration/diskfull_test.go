@@ -19,7 +19,7 @@ import (
 func TestFullDiskLosesNoReceipt(t *testing.T) {
 	ws := receipttest.SmallFilesystem(t, 4<<20)
 	marks := t.TempDir() // on another filesystem: a refused call that ran would leave its mark
-	writeConfig(t, ws, "[environment.local]\nsandbox = \"off\"\n[ledger]\npath = \".airlock/receipts.jsonl\"\n[approvals]\nmode = \"auto\"\nmax_tool_workers = 1\n")
+	writeConfig(t, ws, "[environment.local]\nsandbox = \"off\"\n[network]\nmode = \"open\"\n[ledger]\npath = \".airlock/receipts.jsonl\"\n[approvals]\nmode = \"auto\"\nmax_tool_workers = 1\n")
 	ledger := filepath.Join(ws, ".airlock", "receipts.jsonl")
 
 	markCall := func(id string) string {

@@ -18,7 +18,7 @@ func TestLedgerSurvivesDeleteAndReplace(t *testing.T) {
 	dir := t.TempDir()
 	// A ledger inside the workspace and no kernel sandbox: the configuration where a command
 	// can reach the ledger at all (the sandbox, where it runs, denies it).
-	writeConfig(t, dir, "[environment.local]\nsandbox = \"off\"\n[ledger]\npath = \".airlock/receipts.jsonl\"\n[approvals]\nmode = \"auto\"\nmax_tool_workers = 1\n")
+	writeConfig(t, dir, "[environment.local]\nsandbox = \"off\"\n[network]\nmode = \"open\"\n[ledger]\npath = \".airlock/receipts.jsonl\"\n[approvals]\nmode = \"auto\"\nmax_tool_workers = 1\n")
 	ledger := filepath.Join(dir, ".airlock", "receipts.jsonl")
 	call(t, dir, `{"name":"terminal","call_id":"first","arguments":{"command":"echo first"}}`)
 	rs := call(t, dir, `[

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"github.com/airlock-dev/airlock/internal/proctest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,7 +83,7 @@ func TestExecExitCodesAndTreeKill(t *testing.T) {
 	}
 	// A command that forks long sleepers and times out leaves none behind.
 	pidfile := filepath.Join(dir, "pids")
-	cmd := `(sleep 300 & echo $! >> pids; sh -c 'sleep 300 & echo $! >> pids; wait' & wait) & sleep 300`
+	cmd := `(sleep 300 & echo "$! $(readlink /proc/self/ns/pid)" >> pids; sh -c 'sleep 300 & echo "$! $(readlink /proc/self/ns/pid)" >> pids; wait' & wait) & sleep 300`
 	_, errOut, code = run(t, dir, "", nil, "exec", "--timeout", "1", "--", cmd)
 	if code != 124 || !strings.Contains(errOut, "timeout") {
 		t.Fatalf("timeout: code %d stderr %q", code, errOut)
@@ -91,9 +92,12 @@ func TestExecExitCodesAndTreeKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pid := range strings.Fields(string(data)) {
-		if stat, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil && !strings.Contains(string(stat), ") Z ") {
-			t.Errorf("pid %s survived the timeout: %s", pid, stat)
+	if lines := strings.Count(string(data), "\n"); lines != 2 {
+		t.Fatalf("want two recorded sleepers, got %q", data)
+	}
+	for _, rec := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if pid, alive := proctest.Alive(rec); alive {
+			t.Errorf("%s (host PID %d) survived the timeout", rec, pid)
 		}
 	}
 }
@@ -128,7 +132,7 @@ func TestSetsidDoesNotEscape(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	_, errOut, code := run(t, dir, "", nil, "exec", "--timeout", "1", "--",
-		`setsid sh -c 'echo $$ > escaped; exec sleep 300' </dev/null >/dev/null 2>&1 & sleep 300`)
+		`setsid sh -c 'echo "$$ $(readlink /proc/self/ns/pid)" > escaped; exec sleep 300' </dev/null >/dev/null 2>&1 & sleep 300`)
 	if code != 124 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -138,10 +142,11 @@ func TestSetsidDoesNotEscape(t *testing.T) {
 	}
 	p := strings.TrimSpace(string(pid))
 	for i := 0; i < 50; i++ {
-		if stat, err := os.ReadFile("/proc/" + p + "/stat"); err != nil || strings.Contains(string(stat), ") Z ") {
+		if _, alive := proctest.Alive(p); !alive {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Errorf("setsid'd process %s survived", p)
+	host, _ := proctest.Alive(p)
+	t.Errorf("setsid'd process %s (host PID %d) survived", p, host)
 }

@@ -3,10 +3,10 @@ package jobs_test
 import (
 	"context"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/proctest"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -114,7 +114,7 @@ func TestKillEndsTheTree(t *testing.T) {
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	pidFile := filepath.Join(dir, "child.pid")
 	j, err := m.Start(jobs.Spec{SessionID: "s", Env: env,
-		Request: backend.Request{Command: `sleep 300 & echo $! > child.pid; echo started; wait`}})
+		Request: backend.Request{Command: `sleep 300 & echo "$! $(readlink /proc/self/ns/pid)" > child.pid; echo started; wait`}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,35 +135,33 @@ func TestKillEndsTheTree(t *testing.T) {
 	}
 }
 
-func waitPid(t *testing.T, path string) int {
+// waitPid waits for a command to record a process as proctest.Record spells it, and for
+// that process to be found running from the host; it returns the record.
+func waitPid(t *testing.T, path string) string {
 	t.Helper()
-	for i := 0; i < 500; i++ {
-		b, err := os.ReadFile(path)
-		var pid int
-		if err == nil {
-			if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 0 {
-				return pid
+	for i := 0; i < 1000; i++ {
+		if b, err := os.ReadFile(path); err == nil && len(strings.Fields(string(b))) == 2 {
+			if _, alive := proctest.Alive(string(b)); alive {
+				return string(b)
 			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatal("no pid file")
-	return 0
+	t.Fatalf("no running process recorded in %s", path)
+	return ""
 }
 
-func assertGone(t *testing.T, pid int) {
+// assertGone waits for the recorded process to end (a zombie counts as ended).
+func assertGone(t *testing.T, rec string) {
 	t.Helper()
-	for i := 0; i < 300; i++ {
-		if err := syscall.Kill(pid, 0); err != nil {
-			return
-		}
-		// A zombie awaiting its reaper is gone for our purpose: check its state.
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(b), ") Z ") {
+	for i := 0; i < 500; i++ {
+		if _, alive := proctest.Alive(rec); !alive {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("process %d still alive", pid)
+	pid, _ := proctest.Alive(rec)
+	t.Fatalf("process %s (host PID %d) still alive", strings.TrimSpace(rec), pid)
 }
 
 // Closing a session kills its jobs and forgets them; other sessions' jobs go on.
@@ -172,7 +170,7 @@ func TestCloseSessionKillsOnlyItsJobs(t *testing.T) {
 	env, dir := newEnv(t)
 	m := jobs.NewManager(jobs.Options{})
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	a, err := m.Start(jobs.Spec{SessionID: "a", Env: env, Request: backend.Request{Command: `echo $$ > a.pid; exec sleep 300`}})
+	a, err := m.Start(jobs.Spec{SessionID: "a", Env: env, Request: backend.Request{Command: `echo "$$ $(readlink /proc/self/ns/pid)" > a.pid; exec sleep 300`}})
 	if err != nil {
 		t.Fatal(err)
 	}

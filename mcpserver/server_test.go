@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/airlock-dev/airlock/internal/proctest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -261,7 +261,7 @@ func TestCancelKillsTree(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "terminal", Arguments: map[string]any{"command": "sleep 300 & echo $! > bg.pid; sleep 300"}})
+		_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "terminal", Arguments: map[string]any{"command": "sleep 300 & echo \"$! $(readlink /proc/self/ns/pid)\" > bg.pid; sleep 300"}})
 	}()
 	pid := waitPid(t, filepath.Join(f.ws, "bg.pid"))
 	cancel()
@@ -304,7 +304,7 @@ func TestBackgroundJobs(t *testing.T) {
 		t.Fatalf("output read twice:\n%q\nwant\n%q", all, want.String())
 	}
 
-	r = call(t, cs, "terminal", map[string]any{"background": true, "command": "echo $$ > job.pid; exec sleep 300"})
+	r = call(t, cs, "terminal", map[string]any{"background": true, "command": "echo \"$$ $(readlink /proc/self/ns/pid)\" > job.pid; exec sleep 300"})
 	other := r.st["data"].(map[string]any)["job_id"].(string)
 	pid := waitPid(t, filepath.Join(f.ws, "job.pid"))
 	if l := call(t, cs, "job_list", nil); !strings.Contains(l.text, other) || !strings.Contains(l.text, "running") {
@@ -332,33 +332,33 @@ func outputLines(text string) string {
 	return b.String()
 }
 
-func waitPid(t *testing.T, path string) int {
+// waitPid waits for a command to record a process as proctest.Record spells it, and for
+// that process to be found running from the host; it returns the record.
+func waitPid(t *testing.T, path string) string {
 	t.Helper()
 	for i := 0; i < 1000; i++ {
-		if b, err := os.ReadFile(path); err == nil {
-			var pid int
-			if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 0 {
-				return pid
+		if b, err := os.ReadFile(path); err == nil && len(strings.Fields(string(b))) == 2 {
+			if _, alive := proctest.Alive(string(b)); alive {
+				return string(b)
 			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("no pid in %s", path)
-	return 0
+	t.Fatalf("no running process recorded in %s", path)
+	return ""
 }
 
-func assertGone(t *testing.T, pid int) {
+// assertGone waits for the recorded process to end (a zombie counts as ended).
+func assertGone(t *testing.T, rec string) {
 	t.Helper()
 	for i := 0; i < 500; i++ {
-		if err := syscall.Kill(pid, 0); err != nil {
-			return
-		}
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(b), ") Z ") {
+		if _, alive := proctest.Alive(rec); !alive {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("process %d still alive", pid)
+	pid, _ := proctest.Alive(rec)
+	t.Fatalf("process %s (host PID %d) still alive", strings.TrimSpace(rec), pid)
 }
 
 func waitLedger(t *testing.T, path string, match func(receipt.Line) bool) {

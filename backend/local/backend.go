@@ -246,11 +246,15 @@ func (e *Env) checkNetwork() error {
 		return nil
 	}
 	n := e.cfg.Sandbox.Network
+	why := e.fallback
+	if why == "" {
+		why = `sandbox = "` + string(e.cfg.Sandbox.Mode) + `"`
+	}
 	switch {
 	case len(n.ConnectTCP)+len(n.BindTCP) > 0:
-		return errors.New(`local: [network] mode = "allowlist" needs the helper's network namespace or Landlock's TCP rules, and neither is available here (` + e.fallback + `); use the docker backend, or mode "none" or "open"`)
+		return errors.New(`local: [network] mode = "allowlist" needs the helper's network namespace or Landlock's TCP rules, and neither is available here (` + why + `); use the docker backend, or mode "none" or "open"`)
 	case e.cfg.Network == NetworkNone && !n.Unrestricted:
-		return errors.New(`local: [network] mode = "none" needs the helper's network namespace or Landlock's TCP rules, and neither is available here (` + e.fallback + `); run as root, enable user namespaces, use the docker backend, or set [network] mode = "open"`)
+		return errors.New(`local: [network] mode = "none" needs the helper's network namespace or Landlock's TCP rules, and neither is available here (` + why + `); run as root, enable user namespaces, use the docker backend, or set [network] mode = "open"`)
 	}
 	return nil
 }

@@ -33,6 +33,11 @@ func derive(section any, p backend.Policy) ([]any, error) {
 	if probe := testProbe(); probe != nil {
 		opts = append(opts, WithSandboxProbe(probe))
 	}
+	// AIRLOCK_TEST_NO_NAMESPACES plays a host that refuses the helper's namespaces; like the
+	// probe above it can only make the sandbox weaker, and the notes say so.
+	if why, ok := os.LookupEnv("AIRLOCK_TEST_NO_NAMESPACES"); ok {
+		opts = append(opts, WithoutNamespaces("AIRLOCK_TEST_NO_NAMESPACES: "+why))
+	}
 	return opts, nil
 }
 
