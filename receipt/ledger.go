@@ -71,6 +71,12 @@ type Ledger struct {
 	// writeLine and syncFile write and sync the ledger file; tests inject failures.
 	writeLine func(f *os.File, b []byte) (int, error)
 	syncFile  func(f *os.File) error
+	// Group commit (group.go): lines waiting for the next writer, under qmu.
+	qmu      sync.Mutex
+	queue    []*pendingLine
+	batchBuf []byte
+	// oneAtATime turns group commit off (WithoutGroupCommit).
+	oneAtATime bool
 }
 
 // ErrClosed is returned by Append after Close.
@@ -106,8 +112,12 @@ func Open(path string, opts ...Option) (*Ledger, error) {
 // Path returns the ledger's file name.
 func (l *Ledger) Path() string { return l.path }
 
-// Append writes one event for r and syncs it to disk.
+// Append writes one event for r and syncs it to disk. It returns once that line is durable;
+// appends from several goroutines at once are committed together (see group.go).
 func (l *Ledger) Append(event string, r *Receipt) error {
+	if !l.oneAtATime {
+		return l.appendGrouped(Line{Event: event, Receipt: r})
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {

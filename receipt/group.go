@@ -1,0 +1,161 @@
+package receipt
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Group commit. Every call waits for its dispatched line to be durable, and an fsync costs
+// far more than encoding a line, so when many sessions append at once the ledger would spend
+// its time in one fsync after another. Instead, appends that arrive while another is being
+// written wait together; the next writer takes all of them, encodes them in order, chained,
+// and commits them with one write and one fsync. Each caller returns only once its own line
+// is durable, and with the error its line met when it is not:
+//
+//   - the file lock, the tail reload and a continued file (continue.go) are done once for the
+//     group, and an error there is every waiting caller's error;
+//   - a dispatched line still needs a whole reserve; when it cannot be made whole, the
+//     dispatched lines of the group are refused with a *SpaceError and the others go on;
+//   - a write or sync that fails cuts the file back to the last durable line (nothing of
+//     the group stays) and every caller in the group gets the error: after a failed fsync no
+//     line of the group is known to be on disk, and trying the fsync again could report
+//     success for data the kernel already dropped;
+//   - a full disk is the exception: the group's lines are then written one at a time by the
+//     rules of reserve.go, so that a completed line may spend the reserve while a dispatched
+//     one is refused, exactly as when each came alone.
+
+// pendingLine is one caller's line waiting for a group commit.
+type pendingLine struct {
+	ln   Line
+	err  error
+	done bool // set under Ledger.mu once err is final
+}
+
+// WithoutGroupCommit makes every Append take the ledger's lock, write and fsync its own line
+// alone. It exists to measure group commit against the one-at-a-time alternative.
+func WithoutGroupCommit() Option {
+	return func(l *Ledger) error {
+		l.oneAtATime = true
+		return nil
+	}
+}
+
+// appendGrouped queues ln and either finds it committed by another caller's group or
+// commits the queue itself.
+func (l *Ledger) appendGrouped(ln Line) error {
+	p := &pendingLine{ln: ln}
+	l.qmu.Lock()
+	l.queue = append(l.queue, p)
+	l.qmu.Unlock()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p.done {
+		return p.err
+	}
+	// p is still queued: whoever took the queue before finished its whole group under l.mu.
+	l.qmu.Lock()
+	group := l.queue
+	l.queue = nil
+	l.qmu.Unlock()
+	l.commitGroup(group)
+	return p.err
+}
+
+// commitGroup makes the lines of group durable in order and sets each one's error.
+func (l *Ledger) commitGroup(group []*pendingLine) {
+	defer func() {
+		for _, p := range group {
+			p.done = true
+		}
+	}()
+	if l.f == nil {
+		setErr(group, ErrClosed)
+		return
+	}
+	err := l.withLock(func() error {
+		var dispatchErr error
+		for _, p := range group {
+			if p.ln.Event == EventDispatched {
+				if err := l.ensureReserve(); err != nil {
+					dispatchErr = err
+				}
+				break
+			}
+		}
+		todo := group[:0:0]
+		for _, p := range group {
+			if dispatchErr != nil && p.ln.Event == EventDispatched {
+				p.err = &SpaceError{Path: l.path, Event: p.ln.Event, Err: dispatchErr}
+				continue
+			}
+			todo = append(todo, p)
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		err := l.appendBatch(todo)
+		if err == nil || !isNoSpace(err) {
+			setErr(todo, err)
+			return nil
+		}
+		// A full disk: each line by the reserve's rules, as if it came alone.
+		for _, p := range todo {
+			p.err = l.appendSpending(p.ln)
+		}
+		return nil
+	})
+	if err != nil {
+		for _, p := range group {
+			if p.err == nil {
+				p.err = err
+			}
+		}
+	}
+}
+
+func setErr(group []*pendingLine, err error) {
+	for _, p := range group {
+		p.err = err
+	}
+}
+
+// appendBatch writes the lines of group, chained in order, with one write and one fsync. The
+// chain's state moves on only once all of them are durable.
+func (l *Ledger) appendBatch(group []*pendingLine) error {
+	if len(group) == 1 {
+		return l.appendLocked(group[0].ln)
+	}
+	seq, prev := l.seq, l.prev
+	buf := l.batchBuf[:0]
+	var lastLen int
+	now := time.Now().UTC()
+	for _, p := range group {
+		ln := p.ln
+		seq++
+		ln.Seq, ln.Prev = seq, prev
+		if ln.Time.IsZero() {
+			ln.Time = now
+		}
+		data, hash, err := seal(ln)
+		if err != nil {
+			return fmt.Errorf("ledger encode: %w", err)
+		}
+		buf = append(append(buf, data...), '\n')
+		prev, lastLen = hash, len(data)+1
+	}
+	if cap(buf) <= 1<<20 {
+		l.batchBuf = buf
+	}
+	if _, err := l.writeLine(l.f, buf); err != nil {
+		return errors.Join(fmt.Errorf("ledger write: %w", err), l.cutBack())
+	}
+	if err := l.syncFile(l.f); err != nil {
+		return errors.Join(fmt.Errorf("ledger sync: %w", err), l.cutBack())
+	}
+	l.seq, l.prev = seq, prev
+	l.size += int64(len(buf))
+	l.lastLen = int64(lastLen)
+	return nil
+}
