@@ -47,6 +47,17 @@ type options struct {
 	// pendingTTL, when set, makes the runtime keep questions for a person in the
 	// approvals store (approvals.go).
 	pendingTTL time.Duration
+	// ledgerOpts are passed to receipt.Open for the runtime's ledger.
+	ledgerOpts []receipt.Option
+}
+
+// WithLedgerOptions passes options to the runtime's ledger, such as
+// [receipt.WithoutGroupCommit] to measure appends one at a time.
+func WithLedgerOptions(opts ...receipt.Option) Option {
+	return func(o *options) error {
+		o.ledgerOpts = append(o.ledgerOpts, opts...)
+		return nil
+	}
 }
 
 // WithLogger sets the logger (default: none).
@@ -155,7 +166,7 @@ func New(ctx context.Context, cfg *configs.Config, opts ...Option) (*Engine, err
 	// the protected paths it finds at start (and what appears in the directories holding
 	// them), so a store created after it would be open to the agent's commands.
 	var err error
-	if e.ledger, err = receipt.Open(cfg.LedgerPath()); err != nil {
+	if e.ledger, err = receipt.Open(cfg.LedgerPath(), o.ledgerOpts...); err != nil {
 		e.stopMetrics(ctx)
 		return nil, fmt.Errorf("ledger.path: %w", err)
 	}

@@ -37,7 +37,7 @@ type fixture struct {
 
 // newFixture serves the HTTP front end on 127.0.0.1:0 over a runtime built from a config
 // (local backend on a temporary workspace) the way `airlock serve` builds it.
-func newFixture(t testing.TB, extra string) *fixture {
+func newFixture(t testing.TB, extra string, opts ...engine.Option) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	must(t, os.MkdirAll(filepath.Join(dir, "ws"), 0o755))
@@ -52,7 +52,8 @@ promote_after = "20s"
 max_wait = "10s"
 `+extra), dir)
 	must(t, err)
-	eng, err := engine.New(context.Background(), cfg, engine.WithPendingApprovals(time.Minute), engine.WithJobPromotion())
+	opts = append([]engine.Option{engine.WithPendingApprovals(time.Minute), engine.WithJobPromotion()}, opts...)
+	eng, err := engine.New(context.Background(), cfg, opts...)
 	must(t, err)
 	tokens := httpapi.NewTokens()
 	tokens.Add("alice", aliceToken)

@@ -1,0 +1,259 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/pipeline"
+	"github.com/airlock-dev/airlock/receipt"
+)
+
+// The load of the issue: 16 concurrent clients across 8 sessions, small read_file calls.
+const (
+	loadClients  = 16
+	loadSessions = 8
+)
+
+// loadCalls is the number of calls in a load run: AIRLOCK_LOAD_CALLS, else def.
+func loadCalls(t testing.TB, def int) int {
+	if s := os.Getenv("AIRLOCK_LOAD_CALLS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < loadClients {
+			t.Fatalf("AIRLOCK_LOAD_CALLS=%q: want a number >= %d", s, loadClients)
+		}
+		return n
+	}
+	return def
+}
+
+// loadResult is what one load run measured.
+type loadResult struct {
+	calls    int
+	elapsed  time.Duration
+	p50, p99 time.Duration
+}
+
+func (r loadResult) rate() float64 { return float64(r.calls) / r.elapsed.Seconds() }
+
+func (r loadResult) String() string {
+	return fmt.Sprintf("%d calls in %v: %.0f calls/s, p50 %v, p99 %v", r.calls, r.elapsed.Round(time.Millisecond),
+		r.rate(), r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond))
+}
+
+// runLoad sends n read_file calls, each with its own call id (prefix and a number), from
+// loadClients clients spread over the sessions, on keep-alive loopback connections.
+func runLoad(t testing.TB, f *fixture, sessions []string, prefix string, n int) loadResult {
+	t.Helper()
+	tr := &http.Transport{MaxIdleConnsPerHost: loadClients}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: time.Minute}
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := range loadClients {
+		url := f.url + "/v1/sessions/" + sessions[c%len(sessions)] + "/calls"
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || failed.Load() != nil {
+					return
+				}
+				id := prefix + strconv.Itoa(i)
+				body := `{"name":"read_file","arguments":{"path":"small.txt"},"call_id":"` + id + `"}`
+				t0 := time.Now()
+				if err := postCall(client, url, body, id); err != nil {
+					failed.Store(err)
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(lat)
+	return loadResult{calls: n, elapsed: elapsed, p50: lat[n/2], p99: lat[n*99/100]}
+}
+
+// postCall makes one call and checks that it ran and answered with its own receipt.
+func postCall(client *http.Client, url, body, id string) error {
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("call %s: %w", id, err)
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("call %s: %w", id, err)
+	}
+	var r pipeline.Result
+	if err := json.Unmarshal(data, &r); err != nil || resp.StatusCode != 200 {
+		return fmt.Errorf("call %s: %d %s", id, resp.StatusCode, data)
+	}
+	if r.Status != pipeline.StatusOK || r.CallID != id || r.Receipt == nil || r.Receipt.CallID != id {
+		return fmt.Errorf("call %s: answered %s", id, data)
+	}
+	return nil
+}
+
+// checkReceipts checks that the ledger verifies and holds, for each of the n calls of the
+// run, exactly one dispatched and one completed line, the dispatched first.
+func checkReceipts(t testing.TB, f *fixture, prefix string, n int) {
+	t.Helper()
+	seen := make(map[string][2]int, n)
+	for _, ln := range f.receipts(t) {
+		if ln.Receipt == nil || !strings.HasPrefix(ln.Receipt.CallID, prefix) {
+			continue
+		}
+		s := seen[ln.Receipt.CallID]
+		switch ln.Event {
+		case receipt.EventDispatched:
+			if s[1] > 0 {
+				t.Errorf("call %s: dispatched after completed", ln.Receipt.CallID)
+			}
+			s[0]++
+		case receipt.EventCompleted:
+			s[1]++
+		}
+		seen[ln.Receipt.CallID] = s
+	}
+	if len(seen) != n {
+		t.Errorf("%d calls in the ledger, want %d", len(seen), n)
+	}
+	for i := range n {
+		if s := seen[prefix+strconv.Itoa(i)]; s != [2]int{1, 1} {
+			t.Errorf("call %s%d: %d dispatched and %d completed lines, want 1 and 1", prefix, i, s[0], s[1])
+		}
+	}
+}
+
+// loadFixture serves a runtime with the sessions of the load opened and warm.
+func loadFixture(t testing.TB, opts ...engine.Option) (*fixture, []string) {
+	f := newFixture(t, "", opts...)
+	must(t, os.WriteFile(filepath.Join(f.ws, "small.txt"), []byte("hello\n"), 0o644))
+	sessions := make([]string, loadSessions)
+	for i := range sessions {
+		sessions[i] = f.session(t, aliceToken).ID
+	}
+	runLoad(t, f, sessions, "warm-", 4*loadClients)
+	return f, sessions
+}
+
+// TestServeLoad is the issue's load test, bounded: 16 clients over 8 sessions make small
+// read_file calls (AIRLOCK_LOAD_CALLS, 2,000 by default; 20,000 is the issue's figure, see
+// BenchmarkServeLoad). Every call is answered with its receipt; the ledger verifies and
+// holds each call exactly once dispatched and once completed; afterwards no goroutine or
+// descriptor is left over and the heap is back where it was.
+func TestServeLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test: not with -short")
+	}
+	n := loadCalls(t, 2000)
+	f, sessions := loadFixture(t)
+	runtime.GC()
+	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+
+	res := runLoad(t, f, sessions, "load-", n)
+	t.Logf("group commit: %v", res)
+	checkReceipts(t, f, "load-", n)
+
+	// Idle keep-alive connections of the clients are closed by runLoad; the server's side
+	// goes when it reads their close.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		g, d := runtime.NumGoroutine(), openFDs(t)
+		if g <= goroutines && d <= fds {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the load: %d goroutines (before %d), %d descriptors (before %d)", g, goroutines, d, fds)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 32<<20 {
+		t.Errorf("heap in use grew by %d MiB over the load", grew>>20)
+	}
+	t.Logf("heap in use %d MiB before, %d MiB after; peak RSS of the test process %d MiB",
+		before.HeapInuse>>20, after.HeapInuse>>20, peakRSS(t)>>20)
+}
+
+// BenchmarkServeLoad runs the issue's load (AIRLOCK_LOAD_CALLS, 20,000 by default) with group
+// commit and with every ledger line appended one at a time, in the same run; run it with
+// -benchtime 1x. It reports calls/s and the p50 and p99 latency of a call.
+func BenchmarkServeLoad(b *testing.B) {
+	n := loadCalls(b, 20000)
+	for _, mode := range []struct {
+		name string
+		opts []engine.Option
+	}{
+		{"group", nil},
+		{"one-at-a-time", []engine.Option{engine.WithLedgerOptions(receipt.WithoutGroupCommit())}},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			f, sessions := loadFixture(b, mode.opts...)
+			var res loadResult
+			for i := 0; b.Loop(); i++ {
+				prefix := fmt.Sprintf("load%d-", i)
+				res = runLoad(b, f, sessions, prefix, n)
+				checkReceipts(b, f, prefix, n)
+			}
+			b.ReportMetric(res.rate(), "calls/s")
+			b.ReportMetric(float64(res.p50.Microseconds()), "p50-µs")
+			b.ReportMetric(float64(res.p99.Microseconds()), "p99-µs")
+			b.Logf("%s: %v; peak RSS %d MiB", mode.name, res, peakRSS(b)>>20)
+		})
+	}
+}
+
+func openFDs(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	must(t, err)
+	return len(ents)
+}
+
+// peakRSS is the test process's peak resident set (VmHWM), which holds the server.
+func peakRSS(t testing.TB) int64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/status")
+	must(t, err)
+	for _, line := range bytes.Split(data, []byte{'\n'}) {
+		if v, ok := bytes.CutPrefix(line, []byte("VmHWM:")); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(string(v)), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
