@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-dev/airlock/configs"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/pipeline"
+	"github.com/airlock-dev/airlock/receipt"
 )
 
 // BenchmarkReadFileBatch runs 10,000 read_file calls in one batch on the local backend as
@@ -21,6 +22,9 @@ import (
 // process (Airlock) and of its children (the helper, and what it ran).
 //
 //	go test -run x -bench ReadFileBatch -benchtime 1x ./engine/
+//
+// AIRLOCK_BENCH_LEDGER=one-at-a-time appends every ledger line alone (no group commit): run
+// both, one after the other, to compare. Rusage is per process, so each mode is its own run.
 func BenchmarkReadFileBatch(b *testing.B) {
 	calls := 10000
 	if n, err := strconv.Atoi(os.Getenv("AIRLOCK_BENCH_CALLS")); err == nil {
@@ -50,8 +54,16 @@ path = "state/receipts.jsonl"
 	for i := range batch {
 		batch[i] = call("read_file", map[string]any{"path": fmt.Sprintf("f%d.txt", i%100)})
 	}
+	var opts []engine.Option
+	switch mode := os.Getenv("AIRLOCK_BENCH_LEDGER"); mode {
+	case "", "group":
+	case "one-at-a-time":
+		opts = append(opts, engine.WithLedgerOptions(receipt.WithoutGroupCommit()))
+	default:
+		b.Fatalf("AIRLOCK_BENCH_LEDGER=%q: want group or one-at-a-time", mode)
+	}
 	for i := 0; i < b.N; i++ {
-		e, err := engine.New(context.Background(), cfg)
+		e, err := engine.New(context.Background(), cfg, opts...)
 		if err != nil {
 			b.Fatal(err)
 		}
