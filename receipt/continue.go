@@ -75,7 +75,13 @@ func (l *Ledger) check() (fileState, error) {
 		if _, err := l.f.ReadAt(buf, l.size-l.lastLen); err != nil {
 			return fileRewritten, nil
 		}
-		if ln, err := parseLine(bytes.TrimSuffix(buf, []byte{'\n'})); err != nil || ln.Hash != l.prev {
+		// The bytes this process wrote last are compared as they are; a line it did not
+		// write itself (found by reloadTail or copied over) is parsed for its hash.
+		if int64(len(l.lastLine)) == l.lastLen {
+			if !bytes.Equal(buf, l.lastLine) {
+				return fileRewritten, nil
+			}
+		} else if ln, err := parseLine(bytes.TrimSuffix(buf, []byte{'\n'})); err != nil || ln.Hash != l.prev {
 			return fileRewritten, nil
 		}
 	}
@@ -143,7 +149,7 @@ func (l *Ledger) follow(state fileState) error {
 	if aside != "" {
 		note += "; what was at the path was kept as " + filepath.Base(aside)
 	}
-	l.f, l.size, l.seq, l.prev, l.lastLen = nf, 0, seq, prev, 0
+	l.f, l.size, l.seq, l.prev, l.lastLen, l.lastLine = nf, 0, seq, prev, 0, nil
 	if len(salvage) > 0 {
 		if _, err := nf.Write(salvage); err != nil {
 			return fmt.Errorf("ledger write: %w", err)
@@ -178,7 +184,7 @@ func (l *Ledger) adopt(head string) (bool, error) {
 	for _, ln := range lines {
 		if ln.Hash == head {
 			old := l.f
-			l.f, l.size, l.lastLen = f, -1, 0
+			l.f, l.size, l.lastLen, l.lastLine = f, -1, 0, nil
 			_ = syscall.Flock(int(old.Fd()), syscall.LOCK_UN)
 			_ = old.Close()
 			return true, l.reloadTail()

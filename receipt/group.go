@@ -157,5 +157,6 @@ func (l *Ledger) appendBatch(group []*pendingLine) error {
 	l.seq, l.prev = seq, prev
 	l.size += int64(len(buf))
 	l.lastLen = int64(lastLen)
+	l.lastLine = append(l.lastLine[:0], buf[len(buf)-lastLen:]...)
 	return nil
 }

@@ -65,6 +65,9 @@ type Ledger struct {
 	prev string
 	// lastLen is the length, with its newline, of the line that ends at size (0: none).
 	lastLen int64
+	// lastLine is that line as this process wrote it, when it did (else its length is not
+	// lastLen): check compares bytes instead of parsing the line before every append.
+	lastLine []byte
 	// reserve is the space kept for receipts when the disk is full (see reserve.go).
 	reserve     *os.File
 	reserveSize int64
@@ -227,8 +230,9 @@ func (l *Ledger) reloadTail() error {
 		l.seq = ln.Seq
 		l.prev = ln.Hash
 		l.lastLen = int64(len(last) + 1)
+		l.lastLine = append(append(l.lastLine[:0], last...), '\n')
 	} else {
-		l.lastLen = 0
+		l.lastLen, l.lastLine = 0, nil
 	}
 	l.size = start + int64(good)
 	if len(torn) > 0 {
@@ -276,6 +280,7 @@ func (l *Ledger) appendLocked(ln Line) error {
 	l.prev = hash
 	l.size += int64(len(data) + 1)
 	l.lastLen = int64(len(data) + 1)
+	l.lastLine = append(append(l.lastLine[:0], data...), '\n')
 	return nil
 }
 
