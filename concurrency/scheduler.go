@@ -191,10 +191,19 @@ func dependencies(tasks []Task) (waitsFor []int, unblocks [][]int) {
 	for i, t := range tasks {
 		scopes[i] = cleaned(t.Scope)
 	}
+	// Two calls that only read never conflict: a batch of reads skips the comparison of
+	// every pair of paths (10,000 reads are 50 million pairs).
+	readOnly := make([]bool, len(tasks))
+	for i, sc := range scopes {
+		readOnly[i] = onlyReads(sc)
+	}
 	waitsFor = make([]int, len(tasks))
 	unblocks = make([][]int, len(tasks))
 	for j := range scopes {
 		for i := range j {
+			if readOnly[i] && readOnly[j] {
+				continue
+			}
 			if conflicts(scopes[i], scopes[j], overlapClean) {
 				waitsFor[j]++
 				unblocks[i] = append(unblocks[i], j)
@@ -202,6 +211,23 @@ func dependencies(tasks []Task) (waitsFor []int, unblocks [][]int) {
 		}
 	}
 	return waitsFor, unblocks
+}
+
+// onlyReads reports whether sc conflicts with no other scope that only reads: by the rules
+// of conflicts, a call that is skipped, or neither a barrier nor exclusive and reads its paths.
+func onlyReads(sc Scope) bool {
+	if sc.Skip {
+		return true
+	}
+	if sc.NeverParallel || sc.Exclusive {
+		return false
+	}
+	for _, p := range sc.Paths {
+		if p.Access != Read {
+			return false
+		}
+	}
+	return true
 }
 
 // cleaned returns sc with every path passed through path.Clean, copying Paths rather than
