@@ -284,3 +284,13 @@ func (s *Session) Approval(id string) (pending.Record, error) {
 func awaitRefusal(code, msg string, retryable bool) *pipeline.Result {
 	return &pipeline.Result{Status: pipeline.StatusFailed, ErrorCode: code, ErrorMessage: msg, Content: msg, Retryable: retryable}
 }
+
+// Approvals returns the runtime's approvals store, for a front end that lets a person list
+// and answer the questions (`airlock serve`'s approvals API); nil unless
+// [WithPendingApprovals].
+func (e *Engine) Approvals() *pending.Store {
+	if e.approvals == nil {
+		return nil
+	}
+	return e.approvals.store
+}

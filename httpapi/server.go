@@ -88,6 +88,9 @@ type route struct {
 	methods map[string]http.HandlerFunc
 }
 
+// urlPath is the route's path as a URL has it ("/{$}", the root alone, is "/").
+func (r route) urlPath() string { return strings.TrimSuffix(r.path, "{$}") }
+
 func (s *Server) table() []route {
 	return []route{
 		{path: "/healthz", public: true, methods: map[string]http.HandlerFunc{"GET": s.healthz}},
@@ -96,6 +99,13 @@ func (s *Server) table() []route {
 		{path: "/v1/sessions", methods: map[string]http.HandlerFunc{"GET": s.listSessions, "POST": s.createSession}},
 		{path: "/v1/sessions/{id}", methods: map[string]http.HandlerFunc{"GET": s.getSession, "DELETE": s.deleteSession}},
 		{path: "/v1/sessions/{id}/calls", methods: map[string]http.HandlerFunc{"POST": s.postCalls}},
+		{path: "/v1/approvals", methods: map[string]http.HandlerFunc{"GET": s.listApprovals}},
+		{path: "/v1/approvals/{id}", methods: map[string]http.HandlerFunc{"GET": s.getApproval, "POST": s.decideApproval}},
+		{path: "/v1/receipts", methods: map[string]http.HandlerFunc{"GET": s.listReceipts}},
+		{path: "/v1/receipts/verify", methods: map[string]http.HandlerFunc{"POST": s.verifyReceipts}},
+		{path: "/{$}", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
+		{path: "/page/app.js", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
+		{path: "/page/style.css", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
 		{path: "/mcp", methods: map[string]http.HandlerFunc{"GET": s.mcp.ServeHTTP, "POST": s.mcp.ServeHTTP, "DELETE": s.mcp.ServeHTTP}},
 	}
 }
@@ -105,7 +115,7 @@ func (s *Server) Routes() []string {
 	var out []string
 	for _, r := range s.routes {
 		for m := range r.methods {
-			out = append(out, m+" "+r.path)
+			out = append(out, m+" "+r.urlPath())
 		}
 	}
 	sort.Strings(out)
@@ -133,7 +143,7 @@ func (s *Server) dispatch(r route) http.Handler {
 // isPublic says whether path is served without a token.
 func (s *Server) isPublic(path string) bool {
 	for _, r := range s.routes {
-		if r.public && r.path == path {
+		if r.public && r.urlPath() == path {
 			return true
 		}
 	}
