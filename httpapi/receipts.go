@@ -51,22 +51,22 @@ type Verification struct {
 }
 
 type receiptFilter struct {
-	caller, session, tool, decision string
+	caller, session, tool, decision, event string
 }
 
 func (f receiptFilter) match(ln receipt.Line) bool {
 	r := ln.Receipt
 	return r != nil && r.Client != nil && r.Client.Caller == f.caller &&
 		(f.session == "" || r.SessionID == f.session) && (f.tool == "" || r.ToolName == f.tool) &&
-		(f.decision == "" || r.Decision == f.decision)
+		(f.decision == "" || r.Decision == f.decision) && (f.event == "" || ln.Event == f.event)
 }
 
-// listReceipts is GET /v1/receipts?session=&tool=&decision=&limit=&cursor=, or with
+// listReceipts is GET /v1/receipts?session=&tool=&decision=&event=&limit=&cursor=, or with
 // follow=1 an event stream of each new matching line ("receipt" events), from after=SEQ
 // or from now.
 func (s *Server) listReceipts(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := receiptFilter{caller: Caller(r.Context()), session: q.Get("session"), tool: q.Get("tool"), decision: q.Get("decision")}
+	f := receiptFilter{caller: Caller(r.Context()), session: q.Get("session"), tool: q.Get("tool"), decision: q.Get("decision"), event: q.Get("event")}
 	limit, err := intParam(q.Get("limit"), defaultReceiptPage, 1, maxReceiptPage)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidQuery, "limit: "+err.Error())

@@ -199,7 +199,7 @@ function receiptRow(ln) {
 async function loadReceipts() {
   if (receiptStream) receiptStream.abort();
   receiptStream = new AbortController();
-  const q = new URLSearchParams({ limit: "50" });
+  const q = new URLSearchParams({ limit: "50", event: "completed" });
   const s = $("f-session").value.trim(), t = $("f-tool").value.trim();
   if (s) q.set("session", s);
   if (t) q.set("tool", t);
