@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/approval/pending"
+	"github.com/airlock-dev/airlock/engine"
 )
 
 // The approvals API is a window on the runtime's own approvals store ([pending.Store]),
@@ -18,12 +19,16 @@ import (
 
 // Codes of the approvals API.
 const (
-	CodeApprovalNotFound = "approval_not_found"
+	CodeApprovalNotFound = engine.CodeApprovalNotFound // the same meaning as the runtime's
 	CodeApprovalDecided  = "approval_decided"
 	CodeInvalidDecision  = "invalid_decision"
 	CodeCrossSite        = "cross_site_request"
 	CodeApprovalsOff     = "approvals_unavailable"
 )
+
+func init() {
+	Codes = append(Codes, CodeApprovalNotFound, CodeApprovalDecided, CodeInvalidDecision, CodeCrossSite, CodeApprovalsOff)
+}
 
 // followPoll is how often a follow stream reads the store: answers may come from another
 // process (`airlock approvals`), which only the file tells of.
@@ -61,7 +66,7 @@ func (s *Server) owns(caller, sessionID string) bool {
 func (s *Server) store(w http.ResponseWriter) *pending.Store {
 	st := s.opts.Engine.Approvals()
 	if st == nil {
-		writeError(w, http.StatusNotFound, CodeApprovalsOff, "this server's runtime keeps no approvals (approval mode is not manual or smart)")
+		writeError(w, http.StatusNotFound, CodeApprovalsOff, "this server's runtime keeps no approvals store: nothing here waits for a person")
 	}
 	return st
 }

@@ -26,6 +26,8 @@ const (
 	CodeLedgerError  = "ledger_error"
 )
 
+func init() { Codes = append(Codes, CodeInvalidQuery, CodeLedgerError) }
+
 // Receipt page sizes.
 const (
 	defaultReceiptPage = 100
