@@ -20,6 +20,17 @@ type Serve struct {
 	// ShutdownGrace is how long running calls may finish after SIGTERM before they are
 	// cancelled.
 	ShutdownGrace backend.Duration `toml:"shutdown_grace"`
+	// ApprovalWebhook, when its URL is set, is told of each new pending approval.
+	ApprovalWebhook ApprovalWebhook `toml:"approval_webhook"`
+}
+
+// ApprovalWebhook is [serve.approval_webhook]: a URL that gets each new pending approval as
+// a signed JSON POST, so that a chat bot can put it to a person (who answers through
+// POST /v1/approvals/{id}). The secret is named by an environment variable, never written
+// in the config.
+type ApprovalWebhook struct {
+	URL       string `toml:"url"`
+	SecretEnv string `toml:"secret_env"`
 }
 
 // ServeToken is one named token. The config holds the SHA-256 of the token, never the
@@ -52,6 +63,9 @@ func (s *Serve) validate() schema.Violations {
 			vs = append(vs, schema.Violation{Path: path + ".sha256", Message: "the same token under two names"})
 		}
 		seenName[t.Name], seenSum[t.SHA256] = true, true
+	}
+	if w := s.ApprovalWebhook; w.URL != "" && w.SecretEnv == "" {
+		vs = append(vs, schema.Violation{Path: "serve.approval_webhook.secret_env", Message: "is required with url: the receiver checks each body's HMAC-SHA256 with that secret"})
 	}
 	if s.ShutdownGrace.D() <= 0 {
 		vs = append(vs, schema.Violation{Path: "serve.shutdown_grace", Message: "must be greater than 0"})

@@ -37,7 +37,9 @@ type fixture struct {
 
 // newFixture serves the HTTP front end on 127.0.0.1:0 over a runtime built from a config
 // (local backend on a temporary workspace) the way `airlock serve` builds it.
-func newFixture(t testing.TB, extra string, opts ...engine.Option) *fixture {
+// opts are engine options (engine.Option) or changes to the server's options before it is
+// built (func(*httpapi.Options)).
+func newFixture(t testing.TB, extra string, opts ...any) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	must(t, os.MkdirAll(filepath.Join(dir, "ws"), 0o755))
@@ -52,13 +54,24 @@ promote_after = "20s"
 max_wait = "10s"
 `+extra), dir)
 	must(t, err)
-	opts = append([]engine.Option{engine.WithPendingApprovals(time.Minute), engine.WithJobPromotion()}, opts...)
-	eng, err := engine.New(context.Background(), cfg, opts...)
+	engOpts := []engine.Option{engine.WithPendingApprovals(time.Minute), engine.WithJobPromotion()}
+	var srvOpts []func(*httpapi.Options)
+	for _, o := range opts {
+		switch o := o.(type) {
+		case engine.Option:
+			engOpts = append(engOpts, o)
+		case func(*httpapi.Options):
+			srvOpts = append(srvOpts, o)
+		default:
+			t.Fatalf("newFixture: option of type %T", o)
+		}
+	}
+	eng, err := engine.New(context.Background(), cfg, engOpts...)
 	must(t, err)
 	tokens := httpapi.NewTokens()
 	tokens.Add("alice", aliceToken)
 	tokens.Add("bob", bobToken)
-	srv, err := httpapi.New(httpapi.Options{
+	o := httpapi.Options{
 		Engine: eng, Tokens: tokens, MaxBodyBytes: 64 << 10,
 		MCPServer: func(ctx context.Context, sess mcpserver.Session) (*mcp.Server, error) {
 			ms, err := mcpserver.New(ctx, mcpserver.Options{Registry: eng.Registry(), Session: sess, ElicitWait: 5 * time.Second,
@@ -68,7 +81,11 @@ max_wait = "10s"
 			}
 			return ms.MCP(), nil
 		},
-	})
+	}
+	for _, f := range srvOpts {
+		f(&o)
+	}
+	srv, err := httpapi.New(o)
 	must(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)

@@ -28,7 +28,9 @@ type Options struct {
 	MCPServer func(ctx context.Context, sess mcpserver.Session) (*mcp.Server, error)
 	// MaxBodyBytes bounds a request body; zero means 4 MiB.
 	MaxBodyBytes int64
-	Logger       hclog.Logger
+	// Webhook, when set, is posted each new pending approval (webhook.go).
+	Webhook *Webhook
+	Logger  hclog.Logger
 }
 
 // Server is the HTTP front end. Build it with [New], serve [Server.Handler] (or
@@ -77,6 +79,13 @@ func New(opts Options) (*Server, error) {
 		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s; see /v1/openapi.json", r.Method, r.URL.Path))
 	})
 	s.handler = s.authenticate(mux)
+	if wh := opts.Webhook; wh != nil {
+		st := opts.Engine.Approvals()
+		if st == nil || wh.URL == "" || len(wh.Secret) == 0 {
+			return nil, errors.New("httpapi: a webhook needs a runtime with an approvals store, a URL and a secret")
+		}
+		go s.watchApprovals(st, *wh)
+	}
 	return s, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -55,8 +56,12 @@ func runServe(args []string, s stdio) int {
 		return fail(s, err)
 	}
 	defer rt.close(ctx)
+	wh, err := serveWebhook(cfg)
+	if err != nil {
+		return fail(s, err)
+	}
 	srv, err := httpapi.New(httpapi.Options{
-		Engine: rt.eng, Tokens: tokens, MaxBodyBytes: cfg.Serve.MaxBodyBytes, Logger: log,
+		Engine: rt.eng, Tokens: tokens, MaxBodyBytes: cfg.Serve.MaxBodyBytes, Logger: log, Webhook: wh,
 		MCPServer: func(ctx context.Context, sess mcpserver.Session) (*mcp.Server, error) {
 			ms, err := rt.server(ctx, sess)
 			if err != nil {
@@ -108,4 +113,18 @@ func serveTokens(cfg *configs.Config, s stdio) (*httpapi.Tokens, error) {
 		fmt.Fprintf(s.out, "airlock serve: generated token %q (shown this once; kept in %s):\n%s\n", configs.DefaultTokenName, path, tok)
 	}
 	return tokens, nil
+}
+
+// serveWebhook is [serve.approval_webhook] with its secret read from the environment; nil
+// when no URL is set. A named variable that is empty is refused, not posted unsigned.
+func serveWebhook(cfg *configs.Config) (*httpapi.Webhook, error) {
+	w := cfg.Serve.ApprovalWebhook
+	if w.URL == "" {
+		return nil, nil
+	}
+	secret := os.Getenv(w.SecretEnv)
+	if secret == "" {
+		return nil, fmt.Errorf("serve.approval_webhook.secret_env: $%s is empty; set it to the secret the receiver checks signatures with", w.SecretEnv)
+	}
+	return &httpapi.Webhook{URL: w.URL, Secret: []byte(secret)}, nil
 }
