@@ -137,6 +137,18 @@ func TestApprovalsPageInChromium(t *testing.T) {
 		t.Fatalf("the agent's markup became %d element(s) on the page", bold)
 	}
 	screenshot(t, ctx, dir, "3-deny.png")
+	// Readable on a phone: one column, the buttons within the screen.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatalf("phone viewport: %v", err)
+	}
+	wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > 390`))
+	if err != nil || wide {
+		t.Errorf("the page is wider than a phone's screen (%v)", err)
+	}
+	screenshot(t, ctx, dir, "4-phone.png")
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1100, 1400)); err != nil {
+		t.Fatalf("viewport: %v", err)
+	}
 	if err := chromedp.Do(ctx,
 		chromedp.SendKeys(chromedp.CSS(card+" .message"), "write it under scratch/ instead"),
 		chromedp.Click(chromedp.CSS(card+" .deny")),
@@ -179,4 +191,38 @@ func (f *fixture) run(t *testing.T, sessionID, command string) pipeline.Result {
 	var res pipeline.Result
 	f.do(t, "POST", "/v1/sessions/"+sessionID+"/calls", aliceToken, callBody(command)).decode(t, &res)
 	return res
+}
+
+// The page is served without a token, from embedded files only, under a policy that lets
+// only its own script run; its script never turns text into markup.
+func TestPageAssetsAreSelfContained(t *testing.T) {
+	f := newFixture(t, "")
+	cases := []struct{ path, ctype string }{
+		{"/", "text/html; charset=utf-8"},
+		{"/page/app.js", "text/javascript; charset=utf-8"},
+		{"/page/style.css", "text/css; charset=utf-8"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.path, func(t *testing.T) {
+			a := f.do(t, "GET", tc.path, "", "")
+			if a.status != 200 || a.header.Get("Content-Type") != tc.ctype {
+				t.Fatalf("%d %q", a.status, a.header.Get("Content-Type"))
+			}
+			csp := a.header.Get("Content-Security-Policy")
+			for _, want := range []string{"default-src 'none'", "script-src 'self'", "connect-src 'self'", "frame-ancestors 'none'"} {
+				if !strings.Contains(csp, want) {
+					t.Errorf("CSP %q lacks %q", csp, want)
+				}
+			}
+			body := string(a.body)
+			for _, bad := range []string{"http://", "https://", "innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("} {
+				if strings.Contains(body, bad) {
+					t.Errorf("%s contains %q", tc.path, bad)
+				}
+			}
+		})
+	}
+	if a := f.do(t, "GET", "/page/missing.js", "", ""); a.status != 401 {
+		t.Fatalf("an unknown page file is served without a token: %d", a.status)
+	}
 }
