@@ -176,6 +176,9 @@ func (s *Server) followApprovals(w http.ResponseWriter, r *http.Request, st *pen
 			return
 		case <-t.C:
 		}
+		if s.draining.Load() {
+			return // a stream never ends by itself: it would hold shutdown for its whole grace
+		}
 	}
 }
 

@@ -227,3 +227,32 @@ func sseEvents(resp *http.Response) <-chan sse {
 	}()
 	return ch
 }
+
+// A follow stream ends when the server drains, rather than holding shutdown for its grace.
+func TestFollowStreamsEndAtShutdown(t *testing.T) {
+	f := newFixture(t, askConfig)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	var streams []<-chan sse
+	for _, path := range []string{"/v1/approvals?follow=1", "/v1/receipts?follow=1"} {
+		req, err := http.NewRequestWithContext(ctx, "GET", f.url+path, nil)
+		must(t, err)
+		req.Header.Set("Authorization", "Bearer "+aliceToken)
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		defer resp.Body.Close()
+		streams = append(streams, sseEvents(resp))
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.srv.Shutdown(ctx, time.Minute) }()
+	for i, ev := range streams {
+		for range ev { // drain until the server ends the stream
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("stream %d outlived the test's deadline", i)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+}

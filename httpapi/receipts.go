@@ -133,6 +133,9 @@ func (s *Server) followReceipts(w http.ResponseWriter, r *http.Request, f receip
 			return
 		case <-t.C:
 		}
+		if s.draining.Load() {
+			return // as followApprovals: shutdown does not wait on a stream
+		}
 		var more []receipt.Line
 		more, off, err = s.readLedger(off)
 		if err != nil {
