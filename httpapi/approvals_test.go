@@ -256,3 +256,21 @@ func TestFollowStreamsEndAtShutdown(t *testing.T) {
 		t.Fatalf("shutdown: %v", err)
 	}
 }
+
+// A file change waits with its whole diff, which the API shows as the person will see it.
+func TestApprovalShowsAFileChangesDiff(t *testing.T) {
+	f := newFixture(t, askConfig)
+	must(t, os.WriteFile(filepath.Join(f.ws, "notes.txt"), []byte("old line\n"), 0o644))
+	si := f.session(t, aliceToken)
+	a := f.do(t, "POST", "/v1/sessions/"+si.ID+"/calls", aliceToken, `{"name":"write_file","arguments":{"path":"notes.txt","content":"new line\n"}}`)
+	var res pipeline.Result
+	a.decode(t, &res)
+	if res.ApprovalID == "" {
+		t.Fatalf("write_file did not wait for a person: %s", a.body)
+	}
+	var got httpapi.Approval
+	f.do(t, "GET", "/v1/approvals/"+res.ApprovalID, aliceToken, "").decode(t, &got)
+	if !strings.Contains(got.Preview, "-old line") || !strings.Contains(got.Preview, "+new line") {
+		t.Fatalf("preview lacks the diff: %q", got.Preview)
+	}
+}
