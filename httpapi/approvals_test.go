@@ -274,3 +274,21 @@ func TestApprovalShowsAFileChangesDiff(t *testing.T) {
 		t.Fatalf("preview lacks the diff: %q", got.Preview)
 	}
 }
+
+// An approval for the session is the runtime's: the same command runs again unasked.
+func TestApprovalForTheSessionCoversTheSameCommand(t *testing.T) {
+	f := newFixture(t, askConfig)
+	si := f.session(t, aliceToken)
+	id := f.pendingCall(t, aliceToken, si.ID, "touch marker-session")
+	if a := f.do(t, "POST", "/v1/approvals/"+id, aliceToken, `{"decision":"approve","scope":"session"}`); a.status != 200 {
+		t.Fatalf("approve: %d %s", a.status, a.body)
+	}
+	for i := range 2 {
+		if res := f.run(t, si.ID, "touch marker-session"); res.Status != pipeline.StatusOK {
+			t.Fatalf("run %d: %+v", i, res)
+		}
+	}
+	// Another session is not covered.
+	other := f.session(t, aliceToken)
+	f.pendingCall(t, aliceToken, other.ID, "touch marker-session")
+}
