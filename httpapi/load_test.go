@@ -156,7 +156,11 @@ func checkReceipts(t testing.TB, f *fixture, prefix string, n int) {
 
 // loadFixture serves a runtime with the sessions of the load opened and warm.
 func loadFixture(t testing.TB, opts ...engine.Option) (*fixture, []string) {
-	f := newFixture(t, "", opts...)
+	anyOpts := make([]any, len(opts))
+	for i, o := range opts {
+		anyOpts[i] = o
+	}
+	f := newFixture(t, "", anyOpts...)
 	must(t, os.WriteFile(filepath.Join(f.ws, "small.txt"), []byte("hello\n"), 0o644))
 	sessions := make([]string, loadSessions)
 	for i := range sessions {
