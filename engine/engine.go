@@ -44,6 +44,8 @@ type options struct {
 	promote bool
 	// serveMetrics serves [metrics] when it names a listen address (metrics.go).
 	serveMetrics bool
+	// countMetrics counts without serving: the front end serves [Engine.Metrics].
+	countMetrics bool
 	// pendingTTL, when set, makes the runtime keep questions for a person in the
 	// approvals store (approvals.go).
 	pendingTTL time.Duration

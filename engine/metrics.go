@@ -21,17 +21,36 @@ func WithMetricsEndpoint() Option {
 	}
 }
 
+// WithMetrics makes the engine count calls (and egress decisions) whether or not [metrics]
+// names a listen address: for a front end that serves [Engine.Metrics] itself (airlock
+// serve, at /metrics behind its token).
+func WithMetrics() Option {
+	return func(o *options) error {
+		o.countMetrics = true
+		return nil
+	}
+}
+
+// Metrics returns the engine's counters, nil unless [WithMetrics] or [WithMetricsEndpoint]
+// with a listen address asked for them.
+func (e *Engine) Metrics() *metrics.Metrics { return e.metrics }
+
 // startMetrics makes the counters and opens the endpoint, when asked for and configured.
 func (e *Engine) startMetrics() error {
-	if !e.opts.serveMetrics || e.cfg.Metrics.Listen == "" {
+	serve := e.opts.serveMetrics && e.cfg.Metrics.Listen != ""
+	if !serve && !e.opts.countMetrics {
 		return nil
 	}
 	m := metrics.New()
+	e.metrics = m
+	if !serve {
+		return nil
+	}
 	srv, err := m.Serve(e.cfg.Metrics)
 	if err != nil {
 		return fmt.Errorf("metrics endpoint: %w", err)
 	}
-	e.metrics, e.metricsSrv = m, srv
+	e.metricsSrv = srv
 	e.log.Info("metrics endpoint listening", "address", srv.Addr().String())
 	return nil
 }

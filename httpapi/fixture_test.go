@@ -54,7 +54,7 @@ promote_after = "20s"
 max_wait = "10s"
 `+extra), dir)
 	must(t, err)
-	engOpts := []engine.Option{engine.WithPendingApprovals(time.Minute), engine.WithJobPromotion()}
+	engOpts := []engine.Option{engine.WithPendingApprovals(time.Minute), engine.WithJobPromotion(), engine.WithMetrics()}
 	var srvOpts []func(*httpapi.Options)
 	for _, o := range opts {
 		switch o := o.(type) {

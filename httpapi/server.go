@@ -42,6 +42,8 @@ type Server struct {
 	handler http.Handler
 	mcp     http.Handler
 	idem    *idempotency
+	// metrics serves the runtime's registry at /metrics; nil when it counts nothing.
+	metrics http.Handler
 
 	draining atomic.Bool
 	// calls counts the calls running now, from either API; Shutdown waits for them.
@@ -70,6 +72,12 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: opts.Logger.Named("serve"), sessions: map[string]*entry{}, idem: newIdempotency()}
 	s.mcp = s.mcpHandler()
+	if m := opts.Engine.Metrics(); m != nil {
+		if err := s.registerGauges(m.Registry()); err != nil {
+			return nil, fmt.Errorf("httpapi: metrics: %w", err)
+		}
+		s.metrics = m.Handler()
+	}
 	s.routes = s.table()
 	mux := http.NewServeMux()
 	for _, r := range s.routes {
@@ -115,6 +123,7 @@ func (s *Server) table() []route {
 		{path: "/{$}", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
 		{path: "/page/app.js", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
 		{path: "/page/style.css", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
+		{path: "/metrics", methods: map[string]http.HandlerFunc{"GET": s.serveMetrics}},
 		{path: "/mcp", methods: map[string]http.HandlerFunc{"GET": s.mcp.ServeHTTP, "POST": s.mcp.ServeHTTP, "DELETE": s.mcp.ServeHTTP}},
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlock-dev/airlock/configs"
+	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/httpapi"
 	"github.com/airlock-dev/airlock/mcpserver"
 )
@@ -51,7 +52,7 @@ func runServe(args []string, s stdio) int {
 	if err != nil {
 		return fail(s, err)
 	}
-	rt, err := openMCPRuntime(ctx, cfg, log, elicit)
+	rt, err := openMCPRuntime(ctx, cfg, log, elicit, engine.WithMetrics())
 	if err != nil {
 		return fail(s, err)
 	}
