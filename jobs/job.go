@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -34,8 +35,10 @@ type Job struct {
 	done                            chan struct{}
 	buf                             *buffer
 
-	mu        sync.Mutex
-	watch     io.Writer
+	mu    sync.Mutex
+	watch io.Writer
+	// stdin is the write end of the job's standard input; nil for a job that takes none.
+	stdin     *io.PipeWriter
 	announced bool
 	killedBy  string // why it was killed, when it was
 	res       backend.Result
@@ -96,6 +99,54 @@ func (j *Job) Read(max int) (string, Info) {
 	return out, j.Info()
 }
 
+// ReadAt returns up to max bytes of output from offset, without moving the cursor that
+// [Job.Read] reads by, and the offset they start at: later than asked when what was asked
+// for no longer is in the buffer ([Options.BufferBytes] keeps the last bytes written).
+func (j *Job) ReadAt(offset int64, max int) ([]byte, int64, Info) {
+	out, at := j.buf.readAt(offset, max)
+	return out, at, j.Info()
+}
+
+// ErrNoStdin: the job has no standard input to write to (it began as a foreground
+// command, or its input was closed).
+var ErrNoStdin = errors.New("the job takes no input")
+
+// Input writes data to the job's standard input and, with eof, closes it afterwards. It
+// returns when the environment has taken the bytes, the job ended, or ctx is done.
+func (j *Job) Input(ctx context.Context, data []byte, eof bool) error {
+	j.mu.Lock()
+	w := j.stdin
+	if eof {
+		j.stdin = nil
+	}
+	j.mu.Unlock()
+	if w == nil {
+		return fmt.Errorf("job %s: %w", j.id, ErrNoStdin)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		if len(data) > 0 {
+			_, err = w.Write(data)
+		}
+		if eof {
+			err = errors.Join(err, w.Close())
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("job %s: input: %w", j.id, err)
+		}
+		return nil
+	case <-j.done:
+		return fmt.Errorf("job %s: ended before it read the input: %w", j.id, ErrNoStdin)
+	case <-ctx.Done():
+		return fmt.Errorf("job %s: input: %w", j.id, ctx.Err())
+	}
+}
+
 // Result returns the environment's result of an ended job: what a foreground command is
 // answered with.
 func (j *Job) Result() (backend.Result, error) {
@@ -152,6 +203,10 @@ func (j *Job) finish(res backend.Result, err error) bool {
 	j.mu.Lock()
 	j.res, j.err, j.endedAt = res, err, time.Now().UTC()
 	close(j.done)
+	if j.stdin != nil {
+		_ = j.stdin.CloseWithError(ErrNoStdin)
+		j.stdin = nil
+	}
 	announced := j.announced
 	j.mu.Unlock()
 	j.cancel()
@@ -213,14 +268,17 @@ func (j *Job) receipt() *receipt.Receipt {
 	return r
 }
 
-// buffer keeps a job's unread output, bounded: when full, the oldest unread bytes go and
-// are counted. It is the job's Stdout and Stderr at once, so the two streams interleave in
-// the order the backend delivered them.
+// buffer keeps a job's output, bounded: a window of the last max bytes written, with a
+// read cursor. Bytes that leave the window before the cursor reached them are dropped and
+// counted; those already read stay in the window, so that a reader by offset (the HTTP API)
+// can read again what the model already read. It is the job's Stdout and Stderr at once, so
+// the two streams interleave in the order the backend delivered them.
 type buffer struct {
 	mu       sync.Mutex
 	max      int
-	data     []byte // unread
+	data     []byte // the window: bytes [total-len(data), total)
 	total    int64
+	pos      int64 // offset of the next unread byte
 	consumed int64
 	dropped  int64
 }
@@ -233,8 +291,11 @@ func (b *buffer) Write(p []byte) (int, error) {
 	b.total += int64(len(p))
 	b.data = append(b.data, p...)
 	if over := len(b.data) - b.max; over > 0 {
-		b.dropped += int64(over)
 		b.data = append(b.data[:0:0], b.data[over:]...)
+	}
+	if start := b.total - int64(len(b.data)); b.pos < start {
+		b.dropped += start - b.pos
+		b.pos = start
 	}
 	return len(p), nil
 }
@@ -242,25 +303,47 @@ func (b *buffer) Write(p []byte) (int, error) {
 func (b *buffer) take(max int) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n := len(b.data)
+	unread := b.data[b.pos-(b.total-int64(len(b.data))):]
+	n := len(unread)
 	if max > 0 && n > max {
 		n = max
 		// Never cut a character in two: back up to the start of the one at the cut.
-		for n > 0 && !utf8.RuneStart(b.data[n]) {
+		for n > 0 && !utf8.RuneStart(unread[n]) {
 			n--
 		}
 		if n == 0 {
 			n = max
 		}
 	}
-	out := string(b.data[:n])
-	b.data = append(b.data[:0:0], b.data[n:]...)
+	out := string(unread[:n])
+	b.pos += int64(n)
 	b.consumed += int64(n)
 	return out
+}
+
+// readAt returns up to max bytes from offset without moving the read cursor, and the
+// offset they start at: later than asked when the bytes asked for left the window.
+func (b *buffer) readAt(offset int64, max int) ([]byte, int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	start := b.total - int64(len(b.data))
+	offset = min(max64(offset, start), b.total)
+	out := b.data[offset-start:]
+	if max > 0 && len(out) > max {
+		out = out[:max]
+	}
+	return append([]byte(nil), out...), offset
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
 }
 
 func (b *buffer) counts() (total, read, dropped, unread int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.total, b.consumed, b.dropped, int64(len(b.data))
+	return b.total, b.consumed, b.dropped, b.total - b.pos
 }

@@ -95,6 +95,9 @@ type Spec struct {
 	// Deferred keeps the job out of the ledger and out of job_list until [Manager.Promote]:
 	// a foreground command that ends in time is the starting call's business alone.
 	Deferred bool
+	// Stdin gives the job a standard input that [Job.Input] (job_input) writes to; without
+	// it the job reads end of file at once, as a foreground command does.
+	Stdin bool
 }
 
 // Start hands the command to the environment on a context of the job's own and returns at
@@ -148,6 +151,10 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 		m.event(receipt.EventJobStarted, j)
 	}
 	req.Stdout, req.Stderr = j, j
+	if spec.Stdin {
+		pr, pw := io.Pipe()
+		req.Stdin, j.stdin = pr, pw
+	}
 	if req.MaxOutputBytes == 0 {
 		req.MaxOutputBytes = int64(m.opts.BufferBytes)
 	}

@@ -17,6 +17,7 @@ const (
 	WaitTool   = "job_wait"
 	ListTool   = "job_list"
 	KillTool   = "job_kill"
+	InputTool  = "job_input"
 )
 
 // Toolset is the toolset the job tools belong to.
@@ -45,6 +46,8 @@ const infoSchema = `{
   }
 }`
 
+const offsetArg = `"offset": {"type": "integer", "minimum": 0, "description": "Read from this byte offset of everything the job wrote, without moving the cursor the reads without offset go by; the answer's offset says where it really starts (later when those bytes were dropped) and next_offset where to read on."}`
+
 const idArg = `"job_id": {"type": "string", "minLength": 1, "maxLength": 64, "description": "The job_id terminal returned."}`
 
 // Tools returns the job tools' definitions over m.
@@ -62,13 +65,14 @@ func Tools(m *Manager, opts ToolOptions) []tool.Definition {
 			Name: OutputTool,
 			Description: "Read a background job's output written since the last read (never repeated, never skipped), " +
 				"with its state and byte totals.",
-			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["job_id"], "properties": {` + idArg + `, ` + readArg + `}}`),
+			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["job_id"], "properties": {` + idArg + `, ` + readArg + `, ` + offsetArg + `}}`),
 			OutputSchema: json.RawMessage(infoSchema),
 			Risk:         tool.RiskRead, ParallelSafe: true, Toolset: Toolset, Output: tool.OutputPolicy{Mode: tool.Full},
 			Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
 				var a struct {
 					JobID    string `json:"job_id"`
 					MaxBytes int    `json:"max_bytes"`
+					Offset   *int64 `json:"offset"`
 				}
 				if err := json.Unmarshal(inv.Args, &a); err != nil {
 					return nil, fmt.Errorf("job_output: arguments: %w", err)
@@ -76,6 +80,9 @@ func Tools(m *Manager, opts ToolOptions) []tool.Definition {
 				j, err := m.Get(inv.SessionID, a.JobID)
 				if err != nil {
 					return notFound(err), nil
+				}
+				if a.Offset != nil {
+					return readAt(j, *a.Offset, a.MaxBytes, opts.MaxReadBytes), nil
 				}
 				return readOutput(j, a.MaxBytes, opts.MaxReadBytes), nil
 			},
@@ -154,7 +161,89 @@ func Tools(m *Manager, opts ToolOptions) []tool.Definition {
 				return &tool.Output{Content: fmt.Sprintf("job %s: %s%s\n", in.ID, in.State, exitText(in)), Data: in, ExitCode: in.ExitCode}, nil
 			},
 		},
+		inputTool(m, opts),
 	}
+}
+
+// inputTool is job_input: the agent's text to an interactive program. Whatever the program
+// does with it is code the agent runs, so it is a shell-risk call: approved as the terminal
+// would approve running code, with the text shown to the person asked.
+func inputTool(m *Manager, opts ToolOptions) tool.Definition {
+	return tool.Definition{
+		Name: InputTool,
+		Description: "Write to a background job's standard input (a line for a program that asks a question, e.g. \"yes\\n\"), " +
+			"and with eof: true close it afterwards. Returns once the job took the input; read the answer with job_output or job_wait.",
+		InputSchema: json.RawMessage(fmt.Sprintf(`{"type": "object", "additionalProperties": false, "required": ["job_id"], "properties": {`+idArg+
+			`, "data": {"type": "string", "maxLength": %d, "description": "The text to write, newline included when the program reads a line."}`+
+			`, "eof": {"type": "boolean", "description": "Close the job's standard input after the data."}}}`, opts.MaxReadBytes)),
+		OutputSchema: json.RawMessage(infoSchema),
+		Risk:         tool.RiskShell, Toolset: Toolset,
+		Subject: func(args json.RawMessage) (tool.Subject, error) {
+			var a struct {
+				JobID string `json:"job_id"`
+				Data  string `json:"data"`
+				EOF   bool   `json:"eof"`
+			}
+			if err := json.Unmarshal(args, &a); err != nil {
+				return tool.Subject{}, fmt.Errorf("job_input: arguments: %w", err)
+			}
+			return tool.Subject{
+				Fields: []tool.Field{{Name: "job", Value: a.JobID}, {Name: "input", Value: a.Data}, {Name: "eof", Value: fmt.Sprint(a.EOF)}},
+				Key:    string(args), Session: "this exact input to this job",
+			}, nil
+		},
+		Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
+			var a struct {
+				JobID string `json:"job_id"`
+				Data  string `json:"data"`
+				EOF   bool   `json:"eof"`
+			}
+			if err := json.Unmarshal(inv.Args, &a); err != nil {
+				return nil, fmt.Errorf("job_input: arguments: %w", err)
+			}
+			j, err := m.Get(inv.SessionID, a.JobID)
+			if err != nil {
+				return notFound(err), nil
+			}
+			if err := j.Input(ctx, []byte(a.Data), a.EOF); err != nil {
+				if errors.Is(err, ErrNoStdin) {
+					return &tool.Output{Status: tool.StatusFailed, ErrorCode: "job_no_input", Data: j.Info(),
+						ErrorMessage: err.Error() + "; only a job started with background: true takes input, until it ends or its input is closed"}, nil
+				}
+				if ctx.Err() != nil {
+					return &tool.Output{Status: tool.StatusInterrupted, ErrorCode: "interrupted", ErrorMessage: err.Error()}, nil
+				}
+				return nil, err
+			}
+			in := j.Info()
+			return &tool.Output{Content: fmt.Sprintf("job %s took %d bytes of input%s\n", in.ID, len(a.Data), map[bool]string{true: " and end of input"}[a.EOF]), Data: in}, nil
+		},
+	}
+}
+
+// Chunk is job_output's answer to a read by offset: the job's state and the bytes from
+// Offset (later than asked when the bytes asked for were dropped) to NextOffset.
+type Chunk struct {
+	Info
+	Offset     int64  `json:"offset"`
+	NextOffset int64  `json:"next_offset"`
+	Output     string `json:"output"`
+}
+
+func readAt(j *Job, offset int64, asked, limit int) *tool.Output {
+	n := limit
+	if asked > 0 && asked < n {
+		n = asked
+	}
+	data, at, in := j.ReadAt(offset, n)
+	c := Chunk{Info: in, Offset: at, NextOffset: at + int64(len(data)), Output: string(data)}
+	var b strings.Builder
+	b.Write(data)
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "[job %s %s%s; bytes %d to %d of %d written]\n", in.ID, in.State, exitText(in), c.Offset, c.NextOffset, in.TotalBytes)
+	return &tool.Output{Content: b.String(), Data: c, ExitCode: in.ExitCode}
 }
 
 func notFound(err error) *tool.Output {

@@ -46,7 +46,7 @@ const inputSchema = `{
     "workdir": {"type": "string", "minLength": 1,
       "description": "Directory to run in, relative to the workspace (or absolute inside it)."},
     "background": {"type": "boolean",
-      "description": "Start the command as a background job and return at once with its job_id; read its output with job_output, wait with job_wait, stop it with job_kill."}
+      "description": "Start the command as a background job and return at once with its job_id; read its output with job_output, wait with job_wait, write to its standard input with job_input (it waits for input there until job_input closes it), stop it with job_kill."}
   }
 }`
 
@@ -275,12 +275,12 @@ func render(res backend.Result, timeout time.Duration) string {
 // startJob starts a background job and answers with its ID.
 func startJob(inv *tool.Invocation, m *jobs.Manager, req backend.Request) (*tool.Output, error) {
 	j, err := m.Start(jobs.Spec{SessionID: inv.SessionID, CallID: inv.CallID,
-		ArgumentsSHA256: receipt.HashArguments(inv.Args), Env: inv.Env, Request: req})
+		ArgumentsSHA256: receipt.HashArguments(inv.Args), Env: inv.Env, Request: req, Stdin: true})
 	if err != nil {
 		return jobError(err), nil
 	}
 	return &tool.Output{
-		Content: fmt.Sprintf("started background job %s\nread its output with job_output, wait with job_wait, stop it with job_kill\n", j.ID()),
+		Content: fmt.Sprintf("started background job %s\nread its output with job_output, wait with job_wait, answer its prompts with job_input, stop it with job_kill\n", j.ID()),
 		Data:    map[string]any{"background": true, "job_id": j.ID(), "state": string(jobs.Running)},
 	}, nil
 }
