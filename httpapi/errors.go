@@ -20,6 +20,7 @@ const (
 	CodeShuttingDown         = "shutting_down"
 	CodeSessionOpenFailed    = "session_open_failed"
 	CodeInternal             = "internal"
+	CodeInvalidQuery         = "invalid_query"
 )
 
 // Codes lists every code of the envelope, for the documentation's test.
@@ -27,6 +28,7 @@ var Codes = []string{
 	CodeUnauthorized, CodeNotFound, CodeMethodNotAllowed, CodeSessionNotFound, CodeInvalidJSON,
 	CodeUnknownField, CodeInvalidCalls, CodeBodyTooLarge, CodeUnsupportedMediaType,
 	CodeIdempotencyKeyReused, CodeShuttingDown, CodeSessionOpenFailed, CodeInternal,
+	CodeInvalidQuery,
 }
 
 // ErrorBody is the envelope of every failure.

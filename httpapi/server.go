@@ -123,6 +123,10 @@ func (s *Server) table() []route {
 		{path: "/{$}", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
 		{path: "/page/app.js", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
 		{path: "/page/style.css", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
+		{path: "/v1/sessions/{id}/jobs", methods: map[string]http.HandlerFunc{"GET": s.listJobs}},
+		{path: "/v1/sessions/{id}/jobs/{job_id}", methods: map[string]http.HandlerFunc{"GET": s.getJob, "DELETE": s.killJob}},
+		{path: "/v1/sessions/{id}/jobs/{job_id}/output", methods: map[string]http.HandlerFunc{"GET": s.jobOutput}},
+		{path: "/v1/sessions/{id}/jobs/{job_id}/input", methods: map[string]http.HandlerFunc{"POST": s.jobInput}},
 		{path: "/metrics", methods: map[string]http.HandlerFunc{"GET": s.serveMetrics}},
 		{path: "/mcp", methods: map[string]http.HandlerFunc{"GET": s.mcp.ServeHTTP, "POST": s.mcp.ServeHTTP, "DELETE": s.mcp.ServeHTTP}},
 	}
