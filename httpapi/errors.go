@@ -21,6 +21,8 @@ const (
 	CodeSessionOpenFailed    = "session_open_failed"
 	CodeInternal             = "internal"
 	CodeInvalidQuery         = "invalid_query"
+	CodeCallNotFound         = "call_not_found"
+	CodeCallFinished         = "call_finished"
 )
 
 // Codes lists every code of the envelope, for the documentation's test.
@@ -28,7 +30,7 @@ var Codes = []string{
 	CodeUnauthorized, CodeNotFound, CodeMethodNotAllowed, CodeSessionNotFound, CodeInvalidJSON,
 	CodeUnknownField, CodeInvalidCalls, CodeBodyTooLarge, CodeUnsupportedMediaType,
 	CodeIdempotencyKeyReused, CodeShuttingDown, CodeSessionOpenFailed, CodeInternal,
-	CodeInvalidQuery,
+	CodeInvalidQuery, CodeCallNotFound, CodeCallFinished,
 }
 
 // ErrorBody is the envelope of every failure.

@@ -42,6 +42,7 @@ type Server struct {
 	handler http.Handler
 	mcp     http.Handler
 	idem    *idempotency
+	book    *callBook
 	// metrics serves the runtime's registry at /metrics; nil when it counts nothing.
 	metrics http.Handler
 
@@ -70,7 +71,7 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 4 << 20
 	}
-	s := &Server{opts: opts, log: opts.Logger.Named("serve"), sessions: map[string]*entry{}, idem: newIdempotency()}
+	s := &Server{opts: opts, log: opts.Logger.Named("serve"), sessions: map[string]*entry{}, idem: newIdempotency(), book: newCallBook()}
 	s.mcp = s.mcpHandler()
 	if m := opts.Engine.Metrics(); m != nil {
 		if err := s.registerGauges(m.Registry()); err != nil {
@@ -123,6 +124,7 @@ func (s *Server) table() []route {
 		{path: "/{$}", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
 		{path: "/page/app.js", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
 		{path: "/page/style.css", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
+		{path: "/v1/sessions/{id}/calls/{call_id}", methods: map[string]http.HandlerFunc{"GET": s.getCall, "DELETE": s.cancelCall}},
 		{path: "/v1/sessions/{id}/jobs", methods: map[string]http.HandlerFunc{"GET": s.listJobs}},
 		{path: "/v1/sessions/{id}/jobs/{job_id}", methods: map[string]http.HandlerFunc{"GET": s.getJob, "DELETE": s.killJob}},
 		{path: "/v1/sessions/{id}/jobs/{job_id}/output", methods: map[string]http.HandlerFunc{"GET": s.jobOutput}},

@@ -105,6 +105,7 @@ func (s *Server) open(ctx context.Context, caller, kind string) (*entry, error) 
 		s.mu.Lock()
 		delete(s.sessions, sess.ID())
 		s.mu.Unlock()
+		s.book.forget(sess.ID())
 		e.mu.Lock()
 		ss := e.mcp
 		e.mu.Unlock()
@@ -249,8 +250,17 @@ func (c *callerSession) RunBatch(ctx context.Context, calls []pipeline.Call) []p
 		}
 		cl.Caller = c.caller
 		calls[i].Client = &cl
+		if calls[i].ID == "" {
+			// The ID the pipeline would give it, known now so that the call can be polled.
+			calls[i].ID = pipeline.GenerateCallID(calls[i], i)
+		}
 	}
-	return c.Session.RunBatch(ctx, calls)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	states := c.s.book.begin(c.Session.ID(), calls, cancel)
+	res := c.Session.RunBatch(ctx, calls)
+	c.s.book.finish(states, res)
+	return res
 }
 
 // readBody reads a request body up to the limit, answering the error itself.
