@@ -31,6 +31,12 @@ type Serve struct {
 type ApprovalWebhook struct {
 	URL       string `toml:"url"`
 	SecretEnv string `toml:"secret_env"`
+	// MaxCallsPerToken bounds the calls one token has running at once over the API; one
+	// past it gets 429 too_many_calls. It keeps one agent from taking every worker.
+	MaxCallsPerToken int `toml:"max_calls_per_token"`
+	// MaxSessionTTL is the longest idle TTL a client may give its session (PATCH
+	// /v1/sessions/{id}).
+	MaxSessionTTL backend.Duration `toml:"max_session_ttl"`
 }
 
 // ServeToken is one named token. The config holds the SHA-256 of the token, never the
@@ -48,6 +54,10 @@ func defaultServe() Serve {
 		Addr:          "127.0.0.1:8765",
 		MaxBodyBytes:  4 << 20,
 		ShutdownGrace: backend.Duration(30 * time.Second),
+		// Twice the default tool workers of a session, for a few sessions' worth of a
+		// token's agents; calls past it are asked to come back rather than queued unseen.
+		MaxCallsPerToken: 32,
+		MaxSessionTTL:    backend.Duration(24 * time.Hour),
 	}
 }
 

@@ -23,6 +23,7 @@ const (
 	CodeInvalidQuery         = "invalid_query"
 	CodeCallNotFound         = "call_not_found"
 	CodeCallFinished         = "call_finished"
+	CodeTooManyCalls         = "too_many_calls"
 )
 
 // Codes lists every code of the envelope, for the documentation's test.
@@ -30,7 +31,7 @@ var Codes = []string{
 	CodeUnauthorized, CodeNotFound, CodeMethodNotAllowed, CodeSessionNotFound, CodeInvalidJSON,
 	CodeUnknownField, CodeInvalidCalls, CodeBodyTooLarge, CodeUnsupportedMediaType,
 	CodeIdempotencyKeyReused, CodeShuttingDown, CodeSessionOpenFailed, CodeInternal,
-	CodeInvalidQuery, CodeCallNotFound, CodeCallFinished,
+	CodeInvalidQuery, CodeCallNotFound, CodeCallFinished, CodeTooManyCalls,
 }
 
 // ErrorBody is the envelope of every failure.

@@ -43,6 +43,7 @@ type Server struct {
 	mcp     http.Handler
 	idem    *idempotency
 	book    *callBook
+	limit   *tokenLimit
 	// metrics serves the runtime's registry at /metrics; nil when it counts nothing.
 	metrics http.Handler
 
@@ -71,7 +72,8 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 4 << 20
 	}
-	s := &Server{opts: opts, log: opts.Logger.Named("serve"), sessions: map[string]*entry{}, idem: newIdempotency(), book: newCallBook()}
+	s := &Server{opts: opts, log: opts.Logger.Named("serve"), sessions: map[string]*entry{}, idem: newIdempotency(), book: newCallBook(),
+		limit: newTokenLimit(opts.Engine.Config().Serve.MaxCallsPerToken)}
 	s.mcp = s.mcpHandler()
 	if m := opts.Engine.Metrics(); m != nil {
 		if err := s.registerGauges(m.Registry()); err != nil {
@@ -124,11 +126,12 @@ func (s *Server) table() []route {
 		{path: "/{$}", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
 		{path: "/page/app.js", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
 		{path: "/page/style.css", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
+		{path: "/v1/sessions/{id}/calls", methods: map[string]http.HandlerFunc{"POST": s.limited(s.postCalls)}},
 		{path: "/v1/sessions/{id}/calls/{call_id}", methods: map[string]http.HandlerFunc{"GET": s.getCall, "DELETE": s.cancelCall}},
-		{path: "/v1/sessions/{id}/jobs", methods: map[string]http.HandlerFunc{"GET": s.listJobs}},
-		{path: "/v1/sessions/{id}/jobs/{job_id}", methods: map[string]http.HandlerFunc{"GET": s.getJob, "DELETE": s.killJob}},
-		{path: "/v1/sessions/{id}/jobs/{job_id}/output", methods: map[string]http.HandlerFunc{"GET": s.jobOutput}},
-		{path: "/v1/sessions/{id}/jobs/{job_id}/input", methods: map[string]http.HandlerFunc{"POST": s.jobInput}},
+		{path: "/v1/sessions/{id}/jobs", methods: map[string]http.HandlerFunc{"GET": s.limited(s.listJobs)}},
+		{path: "/v1/sessions/{id}/jobs/{job_id}", methods: map[string]http.HandlerFunc{"GET": s.limited(s.getJob), "DELETE": s.limited(s.killJob)}},
+		{path: "/v1/sessions/{id}/jobs/{job_id}/output", methods: map[string]http.HandlerFunc{"GET": s.limited(s.jobOutput)}},
+		{path: "/v1/sessions/{id}/jobs/{job_id}/input", methods: map[string]http.HandlerFunc{"POST": s.limited(s.jobInput)}},
 		{path: "/metrics", methods: map[string]http.HandlerFunc{"GET": s.serveMetrics}},
 		{path: "/mcp", methods: map[string]http.HandlerFunc{"GET": s.mcp.ServeHTTP, "POST": s.mcp.ServeHTTP, "DELETE": s.mcp.ServeHTTP}},
 	}
