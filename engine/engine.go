@@ -339,14 +339,14 @@ func (e *Engine) reap() {
 		e.mu.Lock()
 		var idle []*Session
 		for _, s := range e.sessions {
-			if s.idleSince(now) > e.ttl && !e.runsJobs(s.id) {
+			if s.idleSince(now) > s.IdleTTL() && !e.runsJobs(s.id) {
 				idle = append(idle, s)
 			}
 		}
 		e.mu.Unlock()
 		for _, s := range idle {
-			if s.reapIfIdle(now, e.ttl) {
-				e.log.Info("session reaped", "session_id", s.id, "idle_ttl", e.ttl.String())
+			if ttl := s.IdleTTL(); s.reapIfIdle(now, ttl) {
+				e.log.Info("session reaped", "session_id", s.id, "idle_ttl", ttl.String())
 			}
 		}
 	}

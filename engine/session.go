@@ -37,8 +37,10 @@ type Session struct {
 	inflight int
 	idle     chan struct{} // closed when inflight drops to 0 after close began
 	lastUsed time.Time
-	onClose  []func()
-	pending  []approval.Prompt
+	// ttl, when set, is the session's own idle TTL in place of the engine's.
+	ttl     time.Duration
+	onClose []func()
+	pending []approval.Prompt
 	// done is closed once Close has released everything; the engine then forgets the session.
 	done chan struct{}
 }
@@ -174,6 +176,33 @@ func (s *Session) touch() bool {
 	defer s.mu.Unlock()
 	s.lastUsed = s.e.opts.now()
 	return !s.closed
+}
+
+// SetIdleTTL gives the session an idle TTL of its own in place of [session] idle_ttl (a
+// front end extends a session for a client that will be away longer). It reports false when
+// the engine closes no idle session at all.
+func (s *Session) SetIdleTTL(d time.Duration) bool {
+	if s.e.ttl <= 0 || d <= 0 {
+		return false
+	}
+	s.mu.Lock()
+	s.ttl = d
+	s.lastUsed = s.e.opts.now()
+	s.mu.Unlock()
+	return true
+}
+
+// IdleTTL is the idle time after which the session closes; zero when it never does.
+func (s *Session) IdleTTL() time.Duration {
+	if s.e.ttl <= 0 {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ttl > 0 {
+		return s.ttl
+	}
+	return s.e.ttl
 }
 
 // idleSince is how long the session has had no call running, zero while one runs.

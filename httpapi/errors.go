@@ -24,6 +24,7 @@ const (
 	CodeCallNotFound         = "call_not_found"
 	CodeCallFinished         = "call_finished"
 	CodeTooManyCalls         = "too_many_calls"
+	CodeInvalidTTL           = "invalid_ttl"
 )
 
 // Codes lists every code of the envelope, for the documentation's test.
@@ -31,7 +32,7 @@ var Codes = []string{
 	CodeUnauthorized, CodeNotFound, CodeMethodNotAllowed, CodeSessionNotFound, CodeInvalidJSON,
 	CodeUnknownField, CodeInvalidCalls, CodeBodyTooLarge, CodeUnsupportedMediaType,
 	CodeIdempotencyKeyReused, CodeShuttingDown, CodeSessionOpenFailed, CodeInternal,
-	CodeInvalidQuery, CodeCallNotFound, CodeCallFinished, CodeTooManyCalls,
+	CodeInvalidQuery, CodeCallNotFound, CodeCallFinished, CodeTooManyCalls, CodeInvalidTTL,
 }
 
 // ErrorBody is the envelope of every failure.

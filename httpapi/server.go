@@ -126,6 +126,7 @@ func (s *Server) table() []route {
 		{path: "/{$}", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
 		{path: "/page/app.js", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
 		{path: "/page/style.css", public: true, methods: map[string]http.HandlerFunc{"GET": servePage}},
+		{path: "/v1/sessions/{id}", methods: map[string]http.HandlerFunc{"GET": s.getSession, "PATCH": s.patchSession, "DELETE": s.deleteSession}},
 		{path: "/v1/sessions/{id}/calls", methods: map[string]http.HandlerFunc{"POST": s.limited(s.postCalls)}},
 		{path: "/v1/sessions/{id}/calls/{call_id}", methods: map[string]http.HandlerFunc{"GET": s.getCall, "DELETE": s.cancelCall}},
 		{path: "/v1/sessions/{id}/jobs", methods: map[string]http.HandlerFunc{"GET": s.limited(s.listJobs)}},

@@ -72,7 +72,7 @@ type Isolation struct {
 
 func (s *Server) info(e *entry) SessionInfo {
 	d := e.sess.Environment().Describe()
-	ttl := s.opts.Engine.Config().Session.IdleTTL.D()
+	ttl := e.sess.IdleTTL()
 	e.mu.Lock()
 	last := e.lastUsed
 	e.mu.Unlock()
