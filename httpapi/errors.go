@@ -25,6 +25,7 @@ const (
 	CodeCallFinished         = "call_finished"
 	CodeTooManyCalls         = "too_many_calls"
 	CodeInvalidTTL           = "invalid_ttl"
+	CodeTokenScope           = "token_scope"
 )
 
 // Codes lists every code of the envelope, for the documentation's test.
@@ -32,7 +33,7 @@ var Codes = []string{
 	CodeUnauthorized, CodeNotFound, CodeMethodNotAllowed, CodeSessionNotFound, CodeInvalidJSON,
 	CodeUnknownField, CodeInvalidCalls, CodeBodyTooLarge, CodeUnsupportedMediaType,
 	CodeIdempotencyKeyReused, CodeShuttingDown, CodeSessionOpenFailed, CodeInternal,
-	CodeInvalidQuery, CodeCallNotFound, CodeCallFinished, CodeTooManyCalls, CodeInvalidTTL,
+	CodeInvalidQuery, CodeCallNotFound, CodeCallFinished, CodeTooManyCalls, CodeInvalidTTL, CodeTokenScope,
 }
 
 // ErrorBody is the envelope of every failure.

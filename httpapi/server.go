@@ -44,6 +44,8 @@ type Server struct {
 	idem    *idempotency
 	book    *callBook
 	limit   *tokenLimit
+	// sessionTokens are the tokens minted for one session each.
+	sessionTokens *sessionTokens
 	// metrics serves the runtime's registry at /metrics; nil when it counts nothing.
 	metrics http.Handler
 
@@ -73,7 +75,7 @@ func New(opts Options) (*Server, error) {
 		opts.MaxBodyBytes = 4 << 20
 	}
 	s := &Server{opts: opts, log: opts.Logger.Named("serve"), sessions: map[string]*entry{}, idem: newIdempotency(), book: newCallBook(),
-		limit: newTokenLimit(opts.Engine.Config().Serve.MaxCallsPerToken)}
+		limit: newTokenLimit(opts.Engine.Config().Serve.MaxCallsPerToken), sessionTokens: newSessionTokens()}
 	s.mcp = s.mcpHandler()
 	if m := opts.Engine.Metrics(); m != nil {
 		if err := s.registerGauges(m.Registry()); err != nil {
@@ -189,6 +191,12 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		tok := bearer(r)
 		name, ok := s.opts.Tokens.lookup(tok)
 		if !ok {
+			if sr, known := s.scoped(w, r, tok); known {
+				if sr != nil {
+					next.ServeHTTP(w, sr)
+				}
+				return
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
 			msg := "this endpoint needs an Authorization: Bearer TOKEN header"
 			if tok != "" {

@@ -58,6 +58,13 @@ type SessionInfo struct {
 	Isolation      Isolation  `json:"isolation"`
 }
 
+// CreatedSession answers POST /v1/sessions: the session, and the token valid for it alone
+// when one was asked for (shown this once; the server keeps only its hash).
+type CreatedSession struct {
+	SessionInfo
+	SessionToken string `json:"session_token,omitempty"`
+}
+
 // Isolation is what the session's environment says of itself: where commands run and what
 // it really enforces there.
 type Isolation struct {
@@ -144,8 +151,11 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// session_token asks for a token valid for this session only (sessiontokens.go).
+	var req struct {
+		SessionToken bool `json:"session_token"`
+	}
 	if len(body) > 0 {
-		var req struct{}
 		if err := decodeStrict(body, &req); err != nil {
 			writeDecodeError(w, err)
 			return
@@ -157,8 +167,16 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, CodeSessionOpenFailed, "the session could not be opened: "+err.Error())
 		return
 	}
+	out := CreatedSession{SessionInfo: s.info(e)}
+	if req.SessionToken {
+		if out.SessionToken, err = s.sessionTokens.mint(e); err != nil {
+			_ = e.sess.Close(r.Context())
+			writeError(w, http.StatusInternalServerError, CodeSessionOpenFailed, "the session token could not be made: "+err.Error())
+			return
+		}
+	}
 	w.Header().Set("Location", "/v1/sessions/"+e.sess.ID())
-	writeJSON(w, http.StatusCreated, s.info(e))
+	writeJSON(w, http.StatusCreated, out)
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
