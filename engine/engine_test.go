@@ -89,7 +89,7 @@ func TestSessionRunsCallsWithReceipts(t *testing.T) {
 	if _, _, err := receipt.VerifyHead(f); err != nil {
 		t.Errorf("ledger: %v", err)
 	}
-	if names := e.Registry().Names(); strings.Join(names, ",") != "job_input,job_kill,job_list,job_output,job_wait,patch,read_file,search_files,terminal,write_file" {
+	if names := e.Registry().Names(); strings.Join(names, ",") != "job_input,job_kill,job_list,job_output,job_wait,patch,read_bytes,read_file,search_files,terminal,write_bytes,write_file" {
 		t.Errorf("tools %v", names)
 	}
 }

@@ -120,6 +120,7 @@ func Register(reg *tool.Registry, opts Options) error {
 			Handler: s.search,
 		},
 	}
+	defs = append(defs, byteTools(opts)...)
 	for _, d := range defs {
 		d.Toolset = Toolset
 		if d.Name == SearchFiles {

@@ -34,6 +34,7 @@ var statusOfCode = map[string]int{
 	"stale_file":                 http.StatusPreconditionFailed,
 	"file_not_found":             http.StatusNotFound,
 	"not_found":                  http.StatusNotFound,
+	"too_large":                  http.StatusRequestEntityTooLarge,
 }
 
 // statusOfResult is the HTTP status of a resource request whose call ended with res.

@@ -135,17 +135,20 @@ func (s *Server) table() []route {
 		{path: "/v1/sessions/{id}/jobs/{job_id}", methods: map[string]http.HandlerFunc{"GET": s.limited(s.getJob), "DELETE": s.limited(s.killJob)}},
 		{path: "/v1/sessions/{id}/jobs/{job_id}/output", methods: map[string]http.HandlerFunc{"GET": s.limited(s.jobOutput)}},
 		{path: "/v1/sessions/{id}/jobs/{job_id}/input", methods: map[string]http.HandlerFunc{"POST": s.limited(s.jobInput)}},
+		{path: "/v1/sessions/{id}/files/{path...}", methods: map[string]http.HandlerFunc{"GET": s.limited(s.getFile), "HEAD": s.limited(s.getFile), "PUT": s.limited(s.putFile)}},
 		{path: "/metrics", methods: map[string]http.HandlerFunc{"GET": s.serveMetrics}},
 		{path: "/mcp", methods: map[string]http.HandlerFunc{"GET": s.mcp.ServeHTTP, "POST": s.mcp.ServeHTTP, "DELETE": s.mcp.ServeHTTP}},
 	}
 }
 
-// Routes lists "METHOD PATH" for every route served, sorted.
+// Routes lists "METHOD PATH" for every route served, sorted, with paths as OpenAPI
+// writes them: a trailing wildcard {name...} is {name}.
 func (s *Server) Routes() []string {
 	var out []string
 	for _, r := range s.routes {
 		for m := range r.methods {
 			out = append(out, m+" "+r.urlPath())
+			out = append(out, m+" "+strings.ReplaceAll(r.path, "...}", "}"))
 		}
 	}
 	sort.Strings(out)
