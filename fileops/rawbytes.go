@@ -48,14 +48,18 @@ func byteTools(opts Options) []tool.Definition {
 			Description: "Read a whole file's bytes, base64 encoded, with its size and SHA-256 (for binary files; read_file reads text).",
 			InputSchema: json.RawMessage(readBytesInput), OutputSchema: json.RawMessage(bytesOutput),
 			Paths: pathArg(tool.Read), Output: tool.OutputPolicy{Mode: tool.Full},
-			Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) { return readBytes(ctx, inv, opts) },
+			Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
+				return readBytes(ctx, inv, opts)
+			},
 		},
 		{
 			Name: WriteBytes, Risk: tool.RiskWrite, ParallelSafe: true,
 			Description: "Create or replace a whole file with bytes given base64 encoded, atomically; with if_sha256, only if the file is still that content.",
 			InputSchema: json.RawMessage(writeBytesInput), OutputSchema: json.RawMessage(bytesOutput),
 			Paths: pathArg(tool.Write), Subject: writeBytesSubject,
-			Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) { return writeBytes(ctx, inv, opts) },
+			Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
+				return writeBytes(ctx, inv, opts)
+			},
 		},
 	}
 }
