@@ -17,7 +17,7 @@ import (
 func TestToolsetsDecideWhatIsRegistered(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, newConfig(t, "[tools]\nenabled = [\"files\"]\n"))
-	if names := strings.Join(e.Registry().Names(), ","); names != "patch,read_file,search_files,write_file" {
+	if names := strings.Join(e.Registry().Names(), ","); names != "patch,read_bytes,read_file,search_files,write_bytes,write_file" {
 		t.Fatalf("tools %s", names)
 	}
 	e = newEngine(t, newConfig(t, "[tools]\nenabled = [\"terminal\"]\n"))

@@ -411,7 +411,7 @@ func TestToolsetsAndNeeds(t *testing.T) {
 	for _, tl := range lt.Tools {
 		names = append(names, tl.Name)
 	}
-	if got := strings.Join(names, ","); got != "approval_wait,patch,read_file,search_files,write_file" {
+	if got := strings.Join(names, ","); got != "approval_wait,patch,read_bytes,read_file,search_files,write_bytes,write_file" {
 		t.Fatalf("listed %s", got)
 	}
 
