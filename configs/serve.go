@@ -22,6 +22,12 @@ type Serve struct {
 	ShutdownGrace backend.Duration `toml:"shutdown_grace"`
 	// ApprovalWebhook, when its URL is set, is told of each new pending approval.
 	ApprovalWebhook ApprovalWebhook `toml:"approval_webhook"`
+	// MaxCallsPerToken bounds the calls one token has running at once over the API; one
+	// past it gets 429 too_many_calls. It keeps one agent from taking every worker.
+	MaxCallsPerToken int `toml:"max_calls_per_token"`
+	// MaxSessionTTL is the longest idle TTL a client may give its session (PATCH
+	// /v1/sessions/{id}).
+	MaxSessionTTL backend.Duration `toml:"max_session_ttl"`
 }
 
 // ApprovalWebhook is [serve.approval_webhook]: a URL that gets each new pending approval as
@@ -31,12 +37,6 @@ type Serve struct {
 type ApprovalWebhook struct {
 	URL       string `toml:"url"`
 	SecretEnv string `toml:"secret_env"`
-	// MaxCallsPerToken bounds the calls one token has running at once over the API; one
-	// past it gets 429 too_many_calls. It keeps one agent from taking every worker.
-	MaxCallsPerToken int `toml:"max_calls_per_token"`
-	// MaxSessionTTL is the longest idle TTL a client may give its session (PATCH
-	// /v1/sessions/{id}).
-	MaxSessionTTL backend.Duration `toml:"max_session_ttl"`
 }
 
 // ServeToken is one named token. The config holds the SHA-256 of the token, never the

@@ -21,12 +21,11 @@ import (
 // which the server sets on every call it runs) and no others.
 
 // Codes of the receipts API.
-const (
-	CodeInvalidQuery = "invalid_query"
-	CodeLedgerError  = "ledger_error"
-)
+// (CodeInvalidQuery, a query parameter that does not parse, is declared with the others in
+// errors.go.)
+const CodeLedgerError = "ledger_error"
 
-func init() { Codes = append(Codes, CodeInvalidQuery, CodeLedgerError) }
+func init() { Codes = append(Codes, CodeLedgerError) }
 
 // Receipt page sizes.
 const (
