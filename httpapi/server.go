@@ -119,8 +119,6 @@ func (s *Server) table() []route {
 		{path: "/readyz", public: true, methods: map[string]http.HandlerFunc{"GET": s.readyz}},
 		{path: "/v1/openapi.json", methods: map[string]http.HandlerFunc{"GET": serveOpenAPI}},
 		{path: "/v1/sessions", methods: map[string]http.HandlerFunc{"GET": s.listSessions, "POST": s.createSession}},
-		{path: "/v1/sessions/{id}", methods: map[string]http.HandlerFunc{"GET": s.getSession, "DELETE": s.deleteSession}},
-		{path: "/v1/sessions/{id}/calls", methods: map[string]http.HandlerFunc{"POST": s.postCalls}},
 		{path: "/v1/approvals", methods: map[string]http.HandlerFunc{"GET": s.listApprovals}},
 		{path: "/v1/approvals/{id}", methods: map[string]http.HandlerFunc{"GET": s.getApproval, "POST": s.decideApproval}},
 		{path: "/v1/receipts", methods: map[string]http.HandlerFunc{"GET": s.listReceipts}},
@@ -147,8 +145,7 @@ func (s *Server) Routes() []string {
 	var out []string
 	for _, r := range s.routes {
 		for m := range r.methods {
-			out = append(out, m+" "+r.urlPath())
-			out = append(out, m+" "+strings.ReplaceAll(r.path, "...}", "}"))
+			out = append(out, m+" "+strings.ReplaceAll(r.urlPath(), "...}", "}"))
 		}
 	}
 	sort.Strings(out)
