@@ -32,18 +32,47 @@ async function waitFile(p, ms = 10000) {
   throw new Error("no file " + p);
 }
 
-async function assertGone(pid) {
+// A command records a PID with its PID namespace ("PID pid:[INODE]"): on the local backend
+// commands run in the resident helper's PID namespace, so the PID alone names another
+// process on the host. hostAlive finds the recorded process from the host's /proc.
+const RECORD = (v) => `echo "$${v} $(readlink /proc/self/ns/pid)"`;
+
+function hostAlive(rec) {
+  const [nsPid, ns] = rec.trim().split(/\s+/);
+  for (const d of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (fs.readlinkSync(`/proc/${d}/ns/pid`) !== ns) continue;
+      const status = fs.readFileSync(`/proc/${d}/status`, "utf8");
+      const ids = (status.match(/^NSpid:\s*(.*)$/m) || [, ""])[1].trim().split(/\s+/);
+      const state = (status.match(/^State:\s*(\S)/m) || [, ""])[1];
+      if (ids[ids.length - 1] === nsPid && state !== "Z") return Number(d);
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return 0;
+}
+
+async function waitRecord(p) {
   for (let t = 0; t < 10000; t += 20) {
     try {
-      process.kill(pid, 0);
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-      if (/\) Z /.test(stat)) return;
+      const rec = fs.readFileSync(p, "utf8");
+      if (rec.trim().split(/\s+/).length === 2 && hostAlive(rec)) return rec;
     } catch {
-      return;
+      // not written yet
     }
     await sleep(20);
   }
-  throw new Error(`process ${pid} still alive`);
+  throw new Error("no running process recorded in " + p);
+}
+
+async function assertGone(rec) {
+  for (let t = 0; t < 10000; t += 20) {
+    if (!hostAlive(rec)) return;
+    await sleep(20);
+  }
+  throw new Error(`process ${rec.trim()} (host PID ${hostAlive(rec)}) still alive`);
 }
 
 // The person: approves calls whose command mentions "approve-me", denies the rest with a
@@ -125,8 +154,8 @@ ok("progress");
 // Cancelling a call kills its process tree.
 fs.rmSync(path.join(ws, "bg.pid"), { force: true });
 const ac = new AbortController();
-const pending = call("terminal", { command: "sleep 300 & echo $! > bg.pid; sleep 300" }, { signal: ac.signal }).catch((e) => e);
-const pid = Number(await waitFile(path.join(ws, "bg.pid")));
+const pending = call("terminal", { command: `sleep 300 & ${RECORD("!")} > bg.pid; sleep 300` }, { signal: ac.signal }).catch((e) => e);
+const pid = await waitRecord(path.join(ws, "bg.pid"));
 ac.abort();
 await pending;
 await assertGone(pid);
@@ -146,9 +175,9 @@ for (let i = 0; i < 50; i++) want += `line ${i}\n`;
 assert.equal(strip(text(first)) + strip(text(waited)), want);
 ok("job_output_twice");
 fs.rmSync(path.join(ws, "job.pid"), { force: true });
-r = await call("terminal", { background: true, command: "echo $$ > job.pid; exec sleep 300" });
+r = await call("terminal", { background: true, command: `${RECORD("$")} > job.pid; exec sleep 300` });
 const other = st(r).data.job_id;
-const jobPid = Number(await waitFile(path.join(ws, "job.pid")));
+const jobPid = await waitRecord(path.join(ws, "job.pid"));
 r = await call("job_list", {});
 assert.match(text(r), new RegExp(other));
 r = await call("job_kill", { job_id: other });
