@@ -161,8 +161,10 @@ func helperSandbox(spec HelperSpec) (*sandbox.Sandbox, error) {
 }
 
 // Pollable returns a reader of the same pipe or socket that waits in the runtime's network
-// poller rather than in a blocking read(2) (see cmd/airlock's agent command); anything else
-// is returned as it is.
+// poller rather than in a blocking read(2): a goroutine blocked in a system call keeps its
+// thread and scheduler slot until the runtime's monitor takes the slot back (tens of
+// microseconds or more), and the request just read waits for it. Anything else is returned
+// as it is. Both the resident helper and `airlock agent` serve through it.
 func Pollable(r io.Reader) io.Reader {
 	f, ok := r.(*os.File)
 	if !ok {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"os/signal"
 	"sync"
 	"syscall"
@@ -70,33 +68,12 @@ func init() {
 		prewarmThreads(agentThreads)
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		defer stop()
-		if err := agent.Serve(ctx, pollable(s.in), s.out, agent.ServeOptions{Shell: *shell, TouchFile: *touch, Sandbox: sb, TempDir: tmp, Spawner: spawner}); err != nil {
+		if err := agent.Serve(ctx, agent.Pollable(s.in), s.out, agent.ServeOptions{Shell: *shell, TouchFile: *touch, Sandbox: sb, TempDir: tmp, Spawner: spawner}); err != nil {
 			fmt.Fprintln(s.err, "airlock agent:", err)
 			return 1
 		}
 		return 0
 	}})
-}
-
-// pollable returns a reader of the same pipe or socket that waits in the runtime's network
-// poller rather than in a blocking read(2): a goroutine blocked in a system call keeps its
-// thread and scheduler slot until the runtime's monitor takes the slot back (tens of
-// microseconds or more), and the request just read waits for it. Anything else is returned
-// as it is.
-func pollable(r io.Reader) io.Reader {
-	f, ok := r.(*os.File)
-	if !ok {
-		return r
-	}
-	fd := int(f.Fd())
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || (st.Mode&unix.S_IFMT != unix.S_IFIFO && st.Mode&unix.S_IFMT != unix.S_IFSOCK) {
-		return r
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		return r
-	}
-	return os.NewFile(uintptr(fd), f.Name())
 }
 
 // agentThreads is how many OS threads the helper makes before it serves.
