@@ -116,9 +116,8 @@ func (b *callBook) evict() {
 // getCall is GET /v1/sessions/{id}/calls/{call_id}: the call's state, and its result once
 // finished.
 func (s *Server) getCall(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.lookup(r)
+	e, ok := s.session(w, r)
 	if !ok {
-		sessionNotFound(w, r)
 		return
 	}
 	st, ok := s.book.get(e.sess.ID(), r.PathValue("call_id"))
@@ -132,9 +131,8 @@ func (s *Server) getCall(w http.ResponseWriter, r *http.Request) {
 // cancelCall is DELETE /v1/sessions/{id}/calls/{call_id}: cancel a running call, wait for
 // its result (the receipt says cancelled; its process tree is gone) and answer it.
 func (s *Server) cancelCall(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.lookup(r)
+	e, ok := s.session(w, r)
 	if !ok {
-		sessionNotFound(w, r)
 		return
 	}
 	st, ok := s.book.get(e.sess.ID(), r.PathValue("call_id"))

@@ -24,9 +24,8 @@ type MessageAnswer struct {
 // answered in the same shape. Every call gets a result and a receipt, whatever its status:
 // a denied call is a 200 with status denied, not an HTTP error.
 func (s *Server) postCalls(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.lookup(r)
+	e, ok := s.session(w, r)
 	if !ok {
-		sessionNotFound(w, r)
 		return
 	}
 	if s.draining.Load() {

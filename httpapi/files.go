@@ -39,9 +39,8 @@ func dataOf(res pipeline.Result) (bytesResult, error) {
 
 // getFile is GET and HEAD /v1/sessions/{id}/files/{path...}: the file's bytes as they are.
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.lookup(r)
+	e, ok := s.session(w, r)
 	if !ok {
-		sessionNotFound(w, r)
 		return
 	}
 	head := r.Method == http.MethodHead
@@ -69,9 +68,8 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
 // putFile is PUT /v1/sessions/{id}/files/{path...}: the body replaces the file whole,
 // atomically. A body over [policy] max_write_bytes is 413 before any call is made.
 func (s *Server) putFile(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.lookup(r)
+	e, ok := s.session(w, r)
 	if !ok {
-		sessionNotFound(w, r)
 		return
 	}
 	limit := s.opts.Engine.Config().Policy.MaxWriteBytes

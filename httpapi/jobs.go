@@ -15,9 +15,8 @@ import (
 // job_input. Each is a call with a receipt, decided and approved as the tool is.
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.lookup(r)
+	e, ok := s.session(w, r)
 	if !ok {
-		sessionNotFound(w, r)
 		return
 	}
 	answerTool(w, s.callTool(r, e, jobs.ListTool, struct{}{}))
@@ -25,9 +24,8 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 
 // getJob answers the job's entry of a job_list call.
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.lookup(r)
+	e, ok := s.session(w, r)
 	if !ok {
-		sessionNotFound(w, r)
 		return
 	}
 	res := s.callTool(r, e, jobs.ListTool, struct{}{})
@@ -64,9 +62,8 @@ func jobsOf(res pipeline.Result) []jobs.Info {
 
 // jobOutput is GET …/jobs/{job_id}/output?offset=N&max_bytes=M: job_output by offset.
 func (s *Server) jobOutput(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.lookup(r)
+	e, ok := s.session(w, r)
 	if !ok {
-		sessionNotFound(w, r)
 		return
 	}
 	args := map[string]any{"job_id": r.PathValue("job_id"), "offset": int64(0)}
@@ -86,9 +83,8 @@ func (s *Server) jobOutput(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) killJob(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.lookup(r)
+	e, ok := s.session(w, r)
 	if !ok {
-		sessionNotFound(w, r)
 		return
 	}
 	answerTool(w, s.callTool(r, e, jobs.KillTool, map[string]string{"job_id": r.PathValue("job_id")}))
@@ -96,9 +92,8 @@ func (s *Server) killJob(w http.ResponseWriter, r *http.Request) {
 
 // jobInput is POST …/jobs/{job_id}/input with {"data": "...", "eof": false}: job_input.
 func (s *Server) jobInput(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.lookup(r)
+	e, ok := s.session(w, r)
 	if !ok {
-		sessionNotFound(w, r)
 		return
 	}
 	body, ok := s.readBody(w, r)

@@ -124,20 +124,18 @@ func (s *Server) open(ctx context.Context, caller, kind string) (*entry, error) 
 	return e, nil
 }
 
-// lookup returns the caller's session id; another caller's session is not found.
-func (s *Server) lookup(r *http.Request) (*entry, bool) {
+// session returns the session the path names, or answers 404 session_not_found: another
+// token's session is not found, never shown.
+func (s *Server) session(w http.ResponseWriter, r *http.Request) (*entry, bool) {
 	s.mu.Lock()
 	e, ok := s.sessions[r.PathValue("id")]
 	s.mu.Unlock()
 	if !ok || e.owner != Caller(r.Context()) {
+		writeError(w, http.StatusNotFound, CodeSessionNotFound,
+			fmt.Sprintf("no session %q for this token (closed, expired, or another token's)", r.PathValue("id")))
 		return nil, false
 	}
 	return e, true
-}
-
-func sessionNotFound(w http.ResponseWriter, r *http.Request) {
-	writeError(w, http.StatusNotFound, CodeSessionNotFound,
-		fmt.Sprintf("no session %q for this token (closed, expired, or another token's)", r.PathValue("id")))
 }
 
 // createSession is POST /v1/sessions. The body is empty or an empty JSON object: the
@@ -180,9 +178,8 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.lookup(r)
+	e, ok := s.session(w, r)
 	if !ok {
-		sessionNotFound(w, r)
 		return
 	}
 	writeJSON(w, http.StatusOK, s.info(e))
@@ -209,9 +206,8 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 // deleteSession closes the session: running calls are cancelled (their receipts say
 // interrupted), its jobs end, its environment closes.
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.lookup(r)
+	e, ok := s.session(w, r)
 	if !ok {
-		sessionNotFound(w, r)
 		return
 	}
 	if err := e.sess.Close(r.Context()); err != nil {

@@ -10,9 +10,8 @@ import (
 // idle TTL, at most [serve] max_session_ttl, counted from now. The answer is the session,
 // with its new expiry.
 func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.lookup(r)
+	e, ok := s.session(w, r)
 	if !ok {
-		sessionNotFound(w, r)
 		return
 	}
 	body, ok := s.readBody(w, r)
