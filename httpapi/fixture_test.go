@@ -37,9 +37,13 @@ type fixture struct {
 
 // newFixture serves the HTTP front end on 127.0.0.1:0 over a runtime built from a config
 // (local backend on a temporary workspace) the way `airlock serve` builds it.
-// opts are engine options (engine.Option) or changes to the server's options before it is
-// built (func(*httpapi.Options)).
-func newFixture(t testing.TB, extra string, opts ...any) *fixture {
+func newFixture(t testing.TB, extra string, opts ...engine.Option) *fixture {
+	t.Helper()
+	return newFixtureWith(t, extra, opts)
+}
+
+// newFixtureWith is newFixture with changes to the server's options before it is built.
+func newFixtureWith(t testing.TB, extra string, opts []engine.Option, srvOpts ...func(*httpapi.Options)) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	must(t, os.MkdirAll(filepath.Join(dir, "ws"), 0o755))
@@ -54,18 +58,7 @@ promote_after = "20s"
 max_wait = "10s"
 `+extra), dir)
 	must(t, err)
-	engOpts := []engine.Option{engine.WithPendingApprovals(time.Minute), engine.WithJobPromotion(), engine.WithMetrics()}
-	var srvOpts []func(*httpapi.Options)
-	for _, o := range opts {
-		switch o := o.(type) {
-		case engine.Option:
-			engOpts = append(engOpts, o)
-		case func(*httpapi.Options):
-			srvOpts = append(srvOpts, o)
-		default:
-			t.Fatalf("newFixture: option of type %T", o)
-		}
-	}
+	engOpts := append([]engine.Option{engine.WithPendingApprovals(time.Minute), engine.WithJobPromotion(), engine.WithMetrics()}, opts...)
 	eng, err := engine.New(context.Background(), cfg, engOpts...)
 	must(t, err)
 	tokens := httpapi.NewTokens()

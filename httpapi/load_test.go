@@ -156,11 +156,7 @@ func checkReceipts(t testing.TB, f *fixture, prefix string, n int) {
 
 // loadFixture serves a runtime with the sessions of the load opened and warm.
 func loadFixture(t testing.TB, opts ...engine.Option) (*fixture, []string) {
-	anyOpts := make([]any, len(opts))
-	for i, o := range opts {
-		anyOpts[i] = o
-	}
-	f := newFixture(t, "", anyOpts...)
+	f := newFixture(t, "", opts...)
 	must(t, os.WriteFile(filepath.Join(f.ws, "small.txt"), []byte("hello\n"), 0o644))
 	sessions := make([]string, loadSessions)
 	for i := range sessions {

@@ -27,7 +27,7 @@ func TestWebhookPostsEachNewApprovalSigned(t *testing.T) {
 		posts <- post{r.Header.Get(httpapi.SignatureHeader), b}
 	}))
 	t.Cleanup(recv.Close)
-	f := newFixture(t, askConfig, func(o *httpapi.Options) {
+	f := newFixtureWith(t, askConfig, nil, func(o *httpapi.Options) {
 		o.Webhook = &httpapi.Webhook{URL: recv.URL, Secret: secret}
 	})
 	si := f.session(t, aliceToken)
