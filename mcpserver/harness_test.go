@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"github.com/airlock-dev/airlock/configs/configtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,7 +51,7 @@ workspace = "ws"
 timeout = 60
 [ledger]
 path = "`+fo.ledger+`"
-`+jobsTable(fo.config)+askToRunCode(fo.config)), dir)
+`+jobsTable(fo.config)+configtest.AskToRunCode(fo.config)), dir)
 	must(t, err)
 	eng, err := engine.New(context.Background(), cfg, engine.WithPendingApprovals(fo.ttl), engine.WithSessionTTL(-1), engine.WithEphemeralSessions(), engine.WithJobPromotion())
 	t.Cleanup(func() {
@@ -109,18 +110,4 @@ func jobsTable(extra string) string {
 		return ""
 	}
 	return "[jobs]\npromote_after = \"20s\"\nmax_wait = \"10s\"\n"
-}
-
-// askToRunCode makes a person approve commands that run code (`node -e`), which the
-// approval tests here use as "a command that waits for a person": where the sandbox
-// confines commands, such a command otherwise runs unasked ([approvals] ask_to_run_code).
-func askToRunCode(cfg string) string {
-	if strings.Contains(cfg, "ask_to_run_code") {
-		return cfg
-	}
-	if i := strings.Index(cfg, "[approvals]\n"); i >= 0 {
-		i += len("[approvals]\n")
-		return cfg[:i] + "ask_to_run_code = true\n" + cfg[i:]
-	}
-	return cfg + "\n[approvals]\nask_to_run_code = true\n"
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/airlock-dev/airlock/configs/configtest"
 	"io"
 	"net/http"
 	"os"
@@ -60,7 +61,7 @@ func project(t *testing.T, extra string) (dir, config string) {
 		t.Fatal(err)
 	}
 	config = filepath.Join(dir, "airlock.toml")
-	cfg := "[environment]\ntype = \"local\"\nworkspace = \"ws\"\ntimeout = 60\n[ledger]\npath = \"state/receipts.jsonl\"\n" + askToRunCode(extra)
+	cfg := "[environment]\ntype = \"local\"\nworkspace = \"ws\"\ntimeout = 60\n[ledger]\npath = \"state/receipts.jsonl\"\n" + configtest.AskToRunCode(extra)
 	if err := os.WriteFile(config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -206,17 +207,3 @@ func waitFile(t *testing.T, path string) {
 }
 
 var _ = context.Background
-
-// askToRunCode makes a person approve commands that run code (`node -e`), which the
-// approval tests here use as "a command that waits for a person": where the sandbox
-// confines commands, such a command otherwise runs unasked ([approvals] ask_to_run_code).
-func askToRunCode(cfg string) string {
-	if strings.Contains(cfg, "ask_to_run_code") {
-		return cfg
-	}
-	if i := strings.Index(cfg, "[approvals]\n"); i >= 0 {
-		i += len("[approvals]\n")
-		return cfg[:i] + "ask_to_run_code = true\n" + cfg[i:]
-	}
-	return cfg + "\n[approvals]\nask_to_run_code = true\n"
-}

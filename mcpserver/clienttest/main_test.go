@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/airlock-dev/airlock/configs/configtest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,7 +73,7 @@ workspace = "ws"
 timeout = 60
 [ledger]
 path = "state/receipts.jsonl"
-` + askToRunCode(extra)
+` + configtest.AskToRunCode(extra)
 	if err := os.WriteFile(p.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -127,18 +127,4 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
-}
-
-// askToRunCode makes a person approve commands that run code (`node -e`), which the
-// approval tests here use as "a command that waits for a person": where the sandbox
-// confines commands, such a command otherwise runs unasked ([approvals] ask_to_run_code).
-func askToRunCode(cfg string) string {
-	if strings.Contains(cfg, "ask_to_run_code") {
-		return cfg
-	}
-	if i := strings.Index(cfg, "[approvals]\n"); i >= 0 {
-		i += len("[approvals]\n")
-		return cfg[:i] + "ask_to_run_code = true\n" + cfg[i:]
-	}
-	return cfg + "\n[approvals]\nask_to_run_code = true\n"
 }
