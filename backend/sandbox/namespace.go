@@ -123,9 +123,23 @@ func planNamespace(p Policy, fs fsView) Namespace {
 	if limit <= 0 {
 		limit = 20000
 	}
+	// deny_names matches are masked under every root, read roots as well as write roots:
+	// the host's tree is visible read-only, so a match in a read root would otherwise be
+	// readable. A repository's .git is pinned only in a write root; elsewhere the tree is
+	// read-only already.
+	pinGit := func(git string) {
+		if containedIn(n.WriteRoots, git) != "" {
+			n.addGit(fs, git)
+		}
+	}
 	seen := 0
-	for _, root := range n.WriteRoots {
-		if !scanRoot(fs, root, "", p.Hidden, &seen, limit, mask, func(git string) { n.addGit(fs, git) }) {
+	var scanned []string
+	for _, root := range real(append(append([]string(nil), p.ReadRoots...), n.WriteRoots...)) {
+		if containedIn(scanned, root) != "" {
+			continue // beneath a root scanned already (sorted: a parent comes first)
+		}
+		scanned = append(scanned, root)
+		if !scanRoot(fs, root, "", p.Hidden, &seen, limit, mask, pinGit) {
 			n.Notes = append(n.Notes, fmt.Sprintf("deny_names scan stopped after %d entries: matches beyond it are not masked (the path policy still refuses them to the file tools)", limit))
 			n.ScanCut = true
 			break

@@ -8,7 +8,8 @@ import (
 
 // TestPlanNamespace: what the helper's filesystem masks, binds read-only, pins and binds
 // back, for a workspace whose root holds the configuration, the ledger, .env and a
-// repository.
+// repository. A read-only root's .env is masked too; its repository is not pinned (it is
+// read-only already).
 func TestPlanNamespace(t *testing.T) {
 	fs := newFakeFS(
 		"/home/ann/.ssh/id_ed25519", "/home/ann/.cargo/credentials.toml", "/home/ann/go/",
@@ -17,7 +18,7 @@ func TestPlanNamespace(t *testing.T) {
 		"/work/app/.env", "/work/app/airlock.toml", "/work/app/receipts.jsonl", "/work/app/src/main.go",
 		"/work/app/src/.env.local", "/work/app/.git/config", "/work/app/.git/hooks/", "/work/app/.git/HEAD",
 		"/work/app/vendor/lib/.git", "/work/app/secrets/", "/work/app/secrets/in/", "/tmp/airlock-session-1/",
-		"/tmp/ro-root/", "/work/app/.ssh/",
+		"/tmp/ro-root/", "/work/app/.ssh/", "/tmp/ro-root/.env", "/tmp/ro-root/repo/.git/hooks/",
 	)
 	p := Policy{
 		ReadRoots:  []string{"/work/app", "/tmp/ro-root"},
@@ -35,7 +36,7 @@ func TestPlanNamespace(t *testing.T) {
 		{"write roots", n.WriteRoots, []string{"/tmp/airlock-session-1", "/work/app"}},
 		{"read roots under a cover", n.ReadRoots, []string{"/run/systemd/resolve/stub-resolv.conf", "/tmp/ro-root"}},
 		{"covers", n.Covers, []string{"/run", "/tmp"}},
-		{"masks", n.Masks, []string{"/etc/shadow", "/home/ann/.cargo/credentials.toml", "/home/ann/.ssh", "/work/app/.env", "/work/app/.ssh", "/work/app/airlock.toml",
+		{"masks", n.Masks, []string{"/etc/shadow", "/home/ann/.cargo/credentials.toml", "/home/ann/.ssh", "/tmp/ro-root/.env", "/work/app/.env", "/work/app/.ssh", "/work/app/airlock.toml",
 			"/work/app/receipts.jsonl", "/work/app/secrets", "/work/app/src/.env.local"}},
 		{"pins", n.Pins, []string{"/work/app/.git"}},
 		{"read-only", n.ReadOnly, []string{"/work/app/.git/config", "/work/app/.git/hooks", "/work/app/vendor/lib/.git"}},
