@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,15 +20,7 @@ func (f *fixture) raw(t *testing.T, method, path string, body []byte, header ...
 	req, err := http.NewRequest(method, f.url+path, bytes.NewReader(body))
 	must(t, err)
 	req.Header.Set("Authorization", "Bearer "+aliceToken)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	must(t, err)
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	must(t, err)
-	return answer{status: resp.StatusCode, header: resp.Header, body: data}
+	return send(t, req, header...)
 }
 
 func etag(b []byte) string {

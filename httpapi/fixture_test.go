@@ -137,6 +137,12 @@ func (f *fixture) do(t testing.TB, method, path, token, body string, header ...s
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	return send(t, req, header...)
+}
+
+// send sets the extra headers (name, value, …) on req, sends it and reads the answer.
+func send(t testing.TB, req *http.Request, header ...string) answer {
+	t.Helper()
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
