@@ -96,54 +96,68 @@ func (e *Env) startHelper(c SandboxConfig, probe sandbox.Probe) error {
 	}
 	spec := agent.HelperSpec{Shell: e.cfg.Shell, TempDir: tmp, ReadRoots: read, WriteRoots: write,
 		Network: c.Network, MaxABI: maxABI}
-	ctx := context.Background()
 	if mode == sandbox.ModeAuto || mode == sandbox.ModeNamespaces {
-		home, _ := os.UserHomeDir()
-		// The configured shell (and the programs beside it) stay reachable where a cover
-		// would hide them.
-		nsRead := append(append([]string(nil), read...), e.egressDir...)
-		if filepath.IsAbs(e.cfg.Shell) {
-			nsRead = append(nsRead, filepath.Dir(e.cfg.Shell))
+		if started, err := e.startInNamespaces(spec, c, mode); started || err != nil {
+			return err
 		}
-		ns := sandbox.PlanNamespace(sandbox.Policy{ReadRoots: nsRead, WriteRoots: write, TempDir: tmp,
-			Home: home, Protected: c.Protected, Hidden: c.Hidden})
-		ns.Network = e.noNetwork() || e.cfg.ServeCall != nil
-		ns.User = os.Geteuid() != 0
-		spec.Namespace, spec.Mode = &ns, sandbox.ModeAuto
-		if e.cfg.ServeCall != nil {
-			// The network namespace is the wall: commands reach the proxy through the
-			// helper's relay on a port of the command's own, which Landlock cannot name in
-			// advance.
-			spec.Network = sandbox.Network{Unrestricted: true}
-		}
-		var h *agent.Helper
-		err := fmt.Errorf("%w: %s", agent.ErrNamespace, e.noNamespaces)
-		if e.noNamespaces == "" {
-			h, err = agent.StartHelper(ctx, spec, e.log.Named("helper"))
-		}
-		if err == nil {
-			e.helper, e.isolation = h, isolationNamespaces
-			e.hidesDenyNames = c.Hidden != nil && !ns.ScanCut
-			e.writeRoots = ns.WriteRoots
-			e.guards = []guarded{
-				{ns.Masks, "protected (the configuration, the ledger or state, a deny_names match, a credential store or a system secret) and masked in the sandbox",
-					"commands cannot read or change it; leave it alone, and ask the person if the task needs it"},
-				{ns.ReadOnly, "a file git runs code from, read-only in the sandbox",
-					"commands cannot change a repository's hooks or config; ask the person to make that change"},
-			}
-			return nil
-		}
+	}
+	return e.startChild(spec, c, mode, abi)
+}
+
+// startInNamespaces starts the helper in its own namespaces. It reports false with no error
+// when the host cannot make them and mode auto lets the helper run without (e.fallback
+// says why).
+func (e *Env) startInNamespaces(spec agent.HelperSpec, c SandboxConfig, mode sandbox.Mode) (bool, error) {
+	home, _ := os.UserHomeDir()
+	// The configured shell (and the programs beside it) stay reachable where a cover
+	// would hide them.
+	nsRead := append(append([]string(nil), spec.ReadRoots...), e.egressDir...)
+	if filepath.IsAbs(e.cfg.Shell) {
+		nsRead = append(nsRead, filepath.Dir(e.cfg.Shell))
+	}
+	ns := sandbox.PlanNamespace(sandbox.Policy{ReadRoots: nsRead, WriteRoots: spec.WriteRoots, TempDir: spec.TempDir,
+		Home: home, Protected: c.Protected, Hidden: c.Hidden})
+	ns.Network = e.noNetwork() || e.cfg.ServeCall != nil
+	ns.User = os.Geteuid() != 0
+	spec.Namespace, spec.Mode = &ns, sandbox.ModeAuto
+	if e.cfg.ServeCall != nil {
+		// The network namespace is the wall: commands reach the proxy through the
+		// helper's relay on a port of the command's own, which Landlock cannot name in
+		// advance.
+		spec.Network = sandbox.Network{Unrestricted: true}
+	}
+	var h *agent.Helper
+	err := fmt.Errorf("%w: %s", agent.ErrNamespace, e.noNamespaces)
+	if e.noNamespaces == "" {
+		h, err = agent.StartHelper(context.Background(), spec, e.log.Named("helper"))
+	}
+	if err != nil {
 		if mode == sandbox.ModeNamespaces || !errors.Is(err, agent.ErrNamespace) {
-			return namespaceRefusal(mode, err)
+			return false, namespaceRefusal(mode, err)
 		}
 		e.fallback = err.Error()
 		e.log.Warn("helper without namespaces", "error", err)
+		return false, nil
 	}
+	e.helper, e.isolation = h, isolationNamespaces
+	e.hidesDenyNames = c.Hidden != nil && !ns.ScanCut
+	e.writeRoots = ns.WriteRoots
+	e.guards = []guarded{
+		{ns.Masks, "protected (the configuration, the ledger or state, a deny_names match, a credential store or a system secret) and masked in the sandbox",
+			"commands cannot read or change it; leave it alone, and ask the person if the task needs it"},
+		{ns.ReadOnly, "a file git runs code from, read-only in the sandbox",
+			"commands cannot change a repository's hooks or config; ask the person to make that change"},
+	}
+	return true, nil
+}
+
+// startChild starts the helper as a plain child: Landlock + seccomp carry the whole policy.
+func (e *Env) startChild(spec agent.HelperSpec, c SandboxConfig, mode sandbox.Mode, abi int) error {
 	if e.cfg.ServeCall != nil && e.cfg.Network != NetworkHost {
 		return fmt.Errorf(`local: [network] mode = "allowlist" on this backend needs the helper's network namespace, and %s; use the docker backend, or mode "none" or "open"`, e.fallback)
 	}
-	spec.Namespace, spec.Mode = nil, mode
-	if mode == sandbox.ModeAuto || mode == sandbox.ModeNamespaces {
+	spec.Mode = mode
+	if mode == sandbox.ModeNamespaces {
 		spec.Mode = sandbox.ModeAuto
 	}
 	if spec.Mode == sandbox.ModeLandlock {
@@ -151,9 +165,9 @@ func (e *Env) startHelper(c SandboxConfig, probe sandbox.Probe) error {
 			return fmt.Errorf("local: environment.local.sandbox: %w: sandbox = \"landlock\" is configured but %s; set sandbox = \"auto\" to run without kernel enforcement (then only commands judged safe run without a person), or \"off\"", sandbox.ErrUnsupported, why)
 		}
 	}
-	hidden, complete := sandbox.FindHidden(append(read, write...), c.Hidden)
+	hidden, complete := sandbox.FindHidden(append(append([]string(nil), spec.ReadRoots...), spec.WriteRoots...), c.Hidden)
 	spec.Protected = append(append([]string(nil), c.Protected...), hidden...)
-	h, err := agent.StartHelper(ctx, spec, e.log.Named("helper"))
+	h, err := agent.StartHelper(context.Background(), spec, e.log.Named("helper"))
 	if err != nil {
 		return fmt.Errorf("local: %w", err)
 	}
