@@ -119,32 +119,7 @@ func planNamespace(p Policy, fs fsView) Namespace {
 			mask(filepath.Join(p.Home, c))
 		}
 	}
-	limit := p.ScanLimit
-	if limit <= 0 {
-		limit = 20000
-	}
-	// deny_names matches are masked under every root, read roots as well as write roots:
-	// the host's tree is visible read-only, so a match in a read root would otherwise be
-	// readable. A repository's .git is pinned only in a write root; elsewhere the tree is
-	// read-only already.
-	pinGit := func(git string) {
-		if containedIn(n.WriteRoots, git) != "" {
-			n.addGit(fs, git)
-		}
-	}
-	seen := 0
-	var scanned []string
-	for _, root := range real(append(append([]string(nil), p.ReadRoots...), n.WriteRoots...)) {
-		if containedIn(scanned, root) != "" {
-			continue // beneath a root scanned already (sorted: a parent comes first)
-		}
-		scanned = append(scanned, root)
-		if !scanRoot(fs, root, "", p.Hidden, &seen, limit, mask, pinGit) {
-			n.Notes = append(n.Notes, fmt.Sprintf("deny_names scan stopped after %d entries: matches beyond it are not masked (the path policy still refuses them to the file tools)", limit))
-			n.ScanCut = true
-			break
-		}
-	}
+	n.maskDenyNames(fs, p, real(append(append([]string(nil), p.ReadRoots...), n.WriteRoots...)), mask)
 	// A root inside a masked path is not bound: the mask wins.
 	for _, roots := range []*[]string{&n.WriteRoots, &n.ReadRoots} {
 		kept := (*roots)[:0]
@@ -190,6 +165,31 @@ func (n *Namespace) addGit(fs fsView, path string) {
 		q := filepath.Join(path, g)
 		if _, link, err := fs.lstat(q); err == nil && !link {
 			n.ReadOnly = append(n.ReadOnly, q)
+		}
+	}
+}
+
+// maskDenyNames masks the deny_names matches under every root, read roots as well as write
+// roots (sorted, resolved): the host's tree is visible read-only, so a match in a read root
+// would otherwise be readable. A repository's .git is pinned only in a write root; elsewhere
+// the tree is read-only already.
+func (n *Namespace) maskDenyNames(fs fsView, p Policy, roots []string, mask func(string)) {
+	pinGit := func(git string) {
+		if containedIn(n.WriteRoots, git) != "" {
+			n.addGit(fs, git)
+		}
+	}
+	seen, limit := 0, p.scanLimit()
+	var scanned []string
+	for _, root := range roots {
+		if containedIn(scanned, root) != "" {
+			continue // beneath a root scanned already (sorted: a parent comes first)
+		}
+		scanned = append(scanned, root)
+		if !scanRoot(fs, root, "", p.Hidden, &seen, limit, mask, pinGit) {
+			n.Notes = append(n.Notes, fmt.Sprintf("deny_names scan stopped after %d entries: matches beyond it are not masked (the path policy still refuses them to the file tools)", limit))
+			n.ScanCut = true
+			return
 		}
 	}
 }

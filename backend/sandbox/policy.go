@@ -56,7 +56,8 @@ type Policy struct {
 	// matches deny_names; matches found under the read and write roots when the sandbox is
 	// built are protected. Nil hides nothing.
 	Hidden func(rel string) bool
-	// ScanLimit bounds how many entries the deny_names scan visits (default 20000).
+	// ScanLimit bounds how many entries the deny_names scan visits (default
+	// [DefaultScanLimit]).
 	ScanLimit int
 	// Network is the TCP access commands get.
 	Network Network
@@ -208,10 +209,7 @@ func plan(p Policy, fs fsView) layout {
 			}
 		}
 	}
-	limit := p.ScanLimit
-	if limit <= 0 {
-		limit = 20000
-	}
+	limit := p.scanLimit()
 	if p.Hidden != nil {
 		seen := 0
 		for _, root := range append(append([]string(nil), p.ReadRoots...), p.WriteRoots...) {
@@ -394,8 +392,20 @@ func scanHidden(fs fsView, dir, rel string, hidden func(string) bool, seen *int,
 	return true
 }
 
-// FindHidden returns the deny_names matches beneath roots as they are now (at most 20000
-// entries visited), for a helper that cannot take the matcher itself.
+// DefaultScanLimit is how many entries a deny_names scan visits when the policy does not say.
+const DefaultScanLimit = 20000
+
+// scanLimit is p.ScanLimit or its default.
+func (p Policy) scanLimit() int {
+	if p.ScanLimit > 0 {
+		return p.ScanLimit
+	}
+	return DefaultScanLimit
+}
+
+// FindHidden returns the deny_names matches beneath roots as they are now (at most
+// [DefaultScanLimit] entries visited), for a helper that cannot take the matcher itself;
+// complete is false when the scan stopped at that limit.
 func FindHidden(roots []string, hidden func(rel string) bool) (found []string, complete bool) {
 	if hidden == nil {
 		return nil, false
@@ -407,7 +417,7 @@ func FindHidden(roots []string, hidden func(rel string) bool) (found []string, c
 		if err != nil {
 			continue
 		}
-		if !scanHidden(osView{}, r, "", hidden, &seen, 20000, func(p string) { out = append(out, p) }) {
+		if !scanHidden(osView{}, r, "", hidden, &seen, DefaultScanLimit, func(p string) { out = append(out, p) }) {
 			return out, false
 		}
 	}
