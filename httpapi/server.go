@@ -245,19 +245,21 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // Shutdown stops taking requests and connections, lets running calls finish until grace
 // has passed, then ends every session, which cancels what still runs (each such call's
-// receipt says interrupted), and closes the connections left.
+// receipt says interrupted), and closes the connections left. A connection is closed only
+// once its call's answer is on it: the HTTP server keeps draining until every call has
+// returned and at least a second longer, so an answer written as the grace ran out is still
+// carried, and only streams that never end are cut.
 func (s *Server) Shutdown(ctx context.Context, grace time.Duration) error {
 	s.draining.Store(true)
 	s.mu.Lock()
 	hs := s.http
 	s.mu.Unlock()
+	deadline := time.Now().Add(grace)
+	sctx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHTTP()
 	stopped := make(chan error, 1)
 	if hs != nil {
-		go func() {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
-			defer cancel()
-			stopped <- hs.Shutdown(sctx)
-		}()
+		go func() { stopped <- hs.Shutdown(sctx) }()
 	} else {
 		stopped <- nil
 	}
@@ -271,12 +273,17 @@ func (s *Server) Shutdown(ctx context.Context, grace time.Duration) error {
 	errs := []error{s.closeSessions(ctx)}
 	<-idle
 	if hs != nil {
+		time.AfterFunc(max(time.Until(deadline), answerDrain), stopHTTP)
 		if err := <-stopped; err != nil {
 			errs = append(errs, hs.Close())
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// answerDrain is how long, at least, the HTTP server may take after the last call returned
+// to put the answers on their connections before the connections are closed.
+const answerDrain = time.Second
 
 // tracker counts running calls; wait gives a channel closed once none runs.
 type tracker struct {
