@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-dev/airlock/metrics"
 	"github.com/airlock-dev/airlock/pathpolicy"
 	"github.com/airlock-dev/airlock/schema"
+	"github.com/airlock-dev/airlock/telemetry"
 	"github.com/airlock-dev/airlock/urlguard"
 )
 
@@ -42,6 +43,7 @@ type Config struct {
 	MCP         MCP               `toml:"mcp"`
 	Serve       Serve             `toml:"serve"`
 	Metrics     metrics.Config    `toml:"metrics"`
+	Telemetry   telemetry.Config  `toml:"telemetry"`
 
 	// Dir is the directory relative paths are taken from: the config file's directory, or
 	// the current directory when there is no file. It is not read from TOML.
@@ -381,6 +383,14 @@ func (c *Config) Validate() error {
 			vs = append(vs, schema.Violation{Path: "metrics." + fe.Field, Message: fe.Message})
 		} else {
 			vs = append(vs, schema.Violation{Path: "metrics", Message: err.Error()})
+		}
+	}
+	if err := c.Telemetry.Validate(); err != nil {
+		var fe *telemetry.FieldError
+		if errors.As(err, &fe) {
+			vs = append(vs, schema.Violation{Path: "telemetry." + fe.Field, Message: fe.Message})
+		} else {
+			vs = append(vs, schema.Violation{Path: "telemetry", Message: err.Error()})
 		}
 	}
 	vs = append(vs, c.validateAgentFacing()...)

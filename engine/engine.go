@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/pathpolicy"
 	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/receipt"
+	"github.com/airlock-dev/airlock/telemetry"
 	"github.com/airlock-dev/airlock/tool"
 )
 
@@ -126,6 +127,8 @@ type Engine struct {
 	// long-running front end asked for [metrics] (nil otherwise; counting on nil is a no-op).
 	metrics    *metrics.Metrics
 	metricsSrv *metrics.Server
+	// tracing makes every session's call spans ([telemetry]); nil when traces are off.
+	tracing *telemetry.Provider
 
 	mu       sync.Mutex
 	closed   bool
@@ -191,6 +194,12 @@ func New(ctx context.Context, cfg *configs.Config, opts ...Option) (*Engine, err
 		return nil, fmt.Errorf("environment: %w", err)
 	}
 	if err := e.assemble(); err != nil {
+		_ = e.ledger.Close()
+		_ = e.envs.close(ctx)
+		e.stopMetrics(ctx)
+		return nil, err
+	}
+	if e.tracing, err = telemetry.New(ctx, cfg.Telemetry); err != nil {
 		_ = e.ledger.Close()
 		_ = e.envs.close(ctx)
 		e.stopMetrics(ctx)
@@ -319,7 +328,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	errs = append(errs, e.closeJobs(ctx), e.envs.close(ctx), e.ledger.Close(), e.stopMetrics(ctx))
+	errs = append(errs, e.closeJobs(ctx), e.envs.close(ctx), e.ledger.Close(), e.stopMetrics(ctx), e.tracing.Shutdown(ctx))
 	return errors.Join(errs...)
 }
 

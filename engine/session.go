@@ -83,6 +83,7 @@ func (e *Engine) openSession(ctx context.Context, id string, named bool) (*Sessi
 		Session:        store,
 		DenialBudget:   e.policy.DenialBudget(),
 		PreHooks:       append([]pipeline.PreHook{stale}, e.preHooks...),
+		Tracer:         e.tracing.Tracer("github.com/airlock-dev/airlock/pipeline"),
 		PostHooks:      []pipeline.PostHook{stale},
 		NeverParallel:  e.cfg.Approvals.NeverParallel,
 		PathScoped:     e.cfg.Approvals.PathScoped,

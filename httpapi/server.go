@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/mcpserver"
+	"github.com/airlock-dev/airlock/telemetry"
 )
 
 // Options configure a [Server]. Engine, Tokens and MCPServer are required.
@@ -91,7 +92,7 @@ func New(opts Options) (*Server, error) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s; see /v1/openapi.json", r.Method, r.URL.Path))
 	})
-	s.handler = s.authenticate(mux)
+	s.handler = continueTrace(s.authenticate(mux))
 	if wh := opts.Webhook; wh != nil {
 		st := opts.Engine.Approvals()
 		if st == nil || wh.URL == "" || len(wh.Secret) == 0 {
@@ -241,6 +242,17 @@ func (s *Server) Serve(ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// continueTrace makes a request's calls part of the caller's trace: their spans continue the
+// traceparent header (an MCP request's params._meta.traceparent, read later, wins).
+func continueTrace(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Traceparent") != "" {
+			r = r.WithContext(telemetry.FromHeaders(r.Context(), r.Header))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Shutdown stops taking requests and connections, lets running calls finish until grace

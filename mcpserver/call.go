@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/receipt"
+	"github.com/airlock-dev/airlock/telemetry"
 	"github.com/airlock-dev/airlock/tool"
 )
 
@@ -79,6 +80,8 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 
 // run takes one call through the runtime and turns its result into MCP's.
 func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ci *callInfo) *mcp.CallToolResult {
+	// The call's spans continue the client's trace (SEP-414: params._meta.traceparent).
+	ctx = telemetry.FromMeta(ctx, req.Params.Meta)
 	ctx = s.asking(withCallInfo(ctx, ci), ci)
 	if tok := req.Params.GetProgressToken(); tok != nil {
 		pw := newProgress(ctx, req.Session, tok)

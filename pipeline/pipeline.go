@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/concurrency"
@@ -56,6 +57,8 @@ type Options struct {
 	// PathScoped names the tools whose scheduling follows the paths they touch; nil means
 	// every tool. A tool outside the list is scheduled as if it named no paths.
 	PathScoped []string
+	// Tracer makes each call's spans (see trace.go); nil traces nothing.
+	Tracer trace.Tracer
 }
 
 // Pipeline runs tool calls. It is safe for concurrent use.
@@ -138,6 +141,8 @@ type flight struct {
 	rec     *receipt.Receipt
 	result  *Result // set once the call is over
 	started time.Time
+	decided time.Time  // when it left decide allowed, for its queue span
+	span    trace.Span // nil until decide opens it
 	mu      sync.Mutex
 }
 
@@ -182,6 +187,7 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 	}
 	f := &flight{call: c, rec: p.newReceipt(c)}
 	log := p.log.With("call_id", c.ID, "tool", c.Name)
+	ctx = p.startCallSpan(ctx, f)
 
 	if ctx.Err() != nil {
 		p.cancel(f)
@@ -220,7 +226,9 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 	}
 	f.req = &Request{Call: c, Tool: t, Args: c.Arguments, PathRefs: refs, Env: p.opts.Env, SessionID: p.opts.SessionID}
 
-	v, err := recoverStep("policy", func() (Verdict, error) { return p.opts.Policy.Check(ctx, f.req) })
+	pctx, ps := p.step(ctx, f, "policy")
+	v, err := recoverStep("policy", func() (Verdict, error) { return p.opts.Policy.Check(pctx, f.req) })
+	ps.End()
 	if err != nil && ctx.Err() != nil {
 		p.cancel(f)
 		return f
@@ -254,7 +262,9 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 		f.rec.Outcome = receipt.Interrupted
 		p.appendLedger(receipt.EventPending, f.rec)
 	}
-	a, err := recoverStep("approval", func() (Verdict, error) { return p.opts.Approval.Approve(ctx, f.req) })
+	actx, as := p.step(ctx, f, "approval")
+	a, err := recoverStep("approval", func() (Verdict, error) { return p.opts.Approval.Approve(actx, f.req) })
+	as.End()
 	f.req.OnWait = nil
 	if err != nil && ctx.Err() != nil {
 		p.cancel(f)
@@ -276,6 +286,7 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 	now := time.Now().UTC()
 	f.rec.Decision, f.rec.ReasonCode, f.rec.DecidedBy, f.rec.DecidedAt = string(Allow), a.Code, strings.Join(decidedBy, ", "), &now
 	f.rec.Risk, f.req.Risk = a.Risk, a.Risk
+	f.stamp()
 	return f
 }
 
@@ -422,6 +433,7 @@ func (p *Pipeline) execute(ctx context.Context, f *flight, stop *ledgerStop) {
 		p.finish(f, StatusCancelled, CodeCancelled, "the batch was cancelled before this call started", receipt.NotExecuted)
 		return
 	}
+	p.queued(ctx, f)
 	if !p.preHooks(ctx, f, log) || !p.dispatch(f, stop) {
 		return
 	}
@@ -442,12 +454,14 @@ func (p *Pipeline) execute(ctx context.Context, f *flight, stop *ledgerStop) {
 	}
 	hctx, cancel := handlerContext(ctx, timeout)
 	defer cancel()
+	hctx, es := p.step(hctx, f, "execution")
 	start := time.Now()
 	f.started = start
 	st := start.UTC()
 	f.rec.HandlerStarted, f.rec.StartedAt = true, &st
 	out, err := runHandler(backend.WithCall(hctx, f.call.ID), f.tool.Handler, inv)
 	elapsed := time.Since(start)
+	es.End()
 	switch {
 	case err != nil:
 		log.Warn("handler failed", "error", err)
@@ -610,6 +624,7 @@ func (p *Pipeline) complete(f *flight) {
 		p.log.Error("ledger append failed", "call_id", f.call.ID, "event", receipt.EventCompleted, "error", err)
 		f.result.Metadata.Notes = append(f.result.Metadata.Notes, "the receipt could not be written to the ledger: "+err.Error())
 	}
+	p.endCallSpan(f)
 	if len(p.opts.PostHooks) == 0 {
 		return
 	}
