@@ -106,6 +106,9 @@ type Tools struct {
 	MaxOutputChars int `toml:"max_output_chars"`
 	// Enabled names the toolsets offered: files, terminal, jobs, web.
 	Enabled []string `toml:"enabled"`
+	// OutputMode overrides how a tool's output reaches the model, by tool name: full,
+	// head_tail or summary_only (the runtime checks the names against the tools offered).
+	OutputMode map[string]string `toml:"output_mode"`
 }
 
 // Default returns the configuration used when no file is given; Load starts from it.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"path"
 	"path/filepath"
 
@@ -49,6 +50,11 @@ func (e *Engine) assemble() error {
 	e.policy = pol
 	if err := e.assembleWeb(); err != nil {
 		return err
+	}
+	for name, mode := range e.cfg.Tools.OutputMode {
+		if err := e.reg.SetOutputMode(name, tool.OutputMode(mode)); err != nil {
+			return fmt.Errorf("tools.output_mode.%s: %w", name, err)
+		}
 	}
 
 	gopts := []approval.Option{approval.WithLogger(e.log), approval.WithShellContext(e.shellContext(pol, protected))}

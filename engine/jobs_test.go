@@ -90,3 +90,16 @@ func TestSessionWithRunningJobIsNotReaped(t *testing.T) {
 		t.Fatal("session not reaped after its job ended")
 	}
 }
+
+// [tools] output_mode naming a tool the runtime does not offer is refused at start, naming
+// the key; nothing is left open.
+func TestOutputModeForUnknownToolIsRefused(t *testing.T) {
+	cfg := newConfig(t, "[tools]\noutput_mode = { termnal = \"full\" }\n")
+	e, err := engine.New(context.Background(), cfg)
+	if err == nil {
+		_ = e.Close(context.Background())
+	}
+	if err == nil || !strings.Contains(err.Error(), "tools.output_mode.termnal") {
+		t.Fatalf("engine: %v, want an error naming tools.output_mode.termnal", err)
+	}
+}

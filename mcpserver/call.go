@@ -42,6 +42,8 @@ type Structured struct {
 	DecidedBy  string             `json:"decided_by,omitempty"`
 	Data       any                `json:"data,omitempty"`
 	Metadata   *pipeline.Metadata `json:"metadata,omitempty"`
+	// Output is the whole output a summary_only tool withheld from the model.
+	Output string `json:"output,omitempty"`
 }
 
 // StatusApprovalPending is the status of a call waiting for a person.
@@ -137,6 +139,7 @@ func structured(res pipeline.Result) Structured {
 	st := Structured{
 		Status: string(res.Status), ErrorCode: res.ErrorCode, ErrorMessage: res.ErrorMessage,
 		Retryable: res.Retryable, ExitCode: md.ExitCode, ReceiptID: res.CallID, Data: res.Data, Metadata: &md,
+		Output: res.Output,
 	}
 	if res.Receipt != nil {
 		if b, err := json.Marshal(res.Receipt); err == nil {

@@ -75,16 +75,19 @@ type Metadata struct {
 
 // Result is what one call comes back as.
 type Result struct {
-	CallID       string           `json:"call_id"`
-	ToolName     string           `json:"tool_name"`
-	Status       Status           `json:"status"`
-	ErrorCode    string           `json:"error_code,omitempty"`
-	ErrorMessage string           `json:"error_message,omitempty"`
-	Retryable    bool             `json:"retryable"`
-	Content      string           `json:"content"`
-	Data         any              `json:"data,omitempty"`
-	Metadata     Metadata         `json:"metadata"`
-	Receipt      *receipt.Receipt `json:"receipt"`
+	CallID       string `json:"call_id"`
+	ToolName     string `json:"tool_name"`
+	Status       Status `json:"status"`
+	ErrorCode    string `json:"error_code,omitempty"`
+	ErrorMessage string `json:"error_message,omitempty"`
+	Retryable    bool   `json:"retryable"`
+	Content      string `json:"content"`
+	// Output is the whole output of a tool whose output policy is summary_only: the model
+	// reads a summary in Content, the caller gets this.
+	Output   string           `json:"output,omitempty"`
+	Data     any              `json:"data,omitempty"`
+	Metadata Metadata         `json:"metadata"`
+	Receipt  *receipt.Receipt `json:"receipt"`
 	// ApprovalID is set for a call that waits for a person (code approval_pending).
 	ApprovalID string `json:"approval_id,omitempty"`
 }

@@ -500,8 +500,11 @@ func (p *Pipeline) execute(ctx context.Context, f *flight, stop *ledgerStop) {
 	}
 	r := p.finish(f, status, code, out.ErrorMessage, outcome)
 	r.Retryable = out.Retryable
-	content, cut := p.shape(f.tool, out.Content)
+	content, cut := p.shape(f.tool, out)
 	r.Content = content
+	if f.tool.Output.Mode == tool.SummaryOnly {
+		r.Output = out.Content
+	}
 	r.Data = out.Data
 	r.Metadata.DurationMS = elapsed.Milliseconds()
 	r.Metadata.OutputChars = utf8.RuneCountInString(out.Content)
@@ -662,15 +665,18 @@ func (p *Pipeline) appendLedgerErr(event string, r *receipt.Receipt) error {
 }
 
 // shape applies the tool's output policy to what the model reads.
-func (p *Pipeline) shape(t *tool.Tool, content string) (string, bool) {
-	if t.Output.Mode == tool.Full {
-		return content, false
+func (p *Pipeline) shape(t *tool.Tool, out *tool.Output) (string, bool) {
+	switch t.Output.Mode {
+	case tool.Full:
+		return out.Content, false
+	case tool.SummaryOnly:
+		return Summary(out), out.Content != ""
 	}
 	limit := t.Output.MaxChars
 	if limit <= 0 {
 		limit = p.opts.MaxOutputChars
 	}
-	return HeadTail(content, limit)
+	return HeadTail(out.Content, limit)
 }
 
 // HeadTail keeps the first and last limit/2 characters of s with a marker between them.

@@ -64,12 +64,11 @@ func (r *Registry) Register(d Definition) error {
 	if !d.Risk.valid() {
 		return fmt.Errorf("tool %q: risk %q is not one of read, write, shell, network, dangerous", d.Name, d.Risk)
 	}
-	switch d.Output.Mode {
-	case "":
+	if d.Output.Mode == "" {
 		d.Output.Mode = HeadTail
-	case HeadTail, Full:
-	default:
-		return fmt.Errorf("tool %q: output mode %q is not head_tail or full", d.Name, d.Output.Mode)
+	}
+	if !ValidOutputMode(d.Output.Mode) {
+		return fmt.Errorf("tool %q: output mode %q is not head_tail, full or summary_only", d.Name, d.Output.Mode)
 	}
 	if d.Version == "" {
 		d.Version = "1"
@@ -93,6 +92,22 @@ func (r *Registry) Register(d Definition) error {
 		return fmt.Errorf("tool %q: %w", d.Name, ErrDuplicate)
 	}
 	r.tools[d.Name] = t
+	return nil
+}
+
+// SetOutputMode changes how a registered tool's output reaches the model (the config's
+// [tools] output_mode).
+func (r *Registry) SetOutputMode(name string, m OutputMode) error {
+	if !ValidOutputMode(m) {
+		return fmt.Errorf("output mode %q is not head_tail, full or summary_only", m)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.tools[name]
+	if !ok {
+		return fmt.Errorf("no tool named %q is offered", name)
+	}
+	t.Output.Mode = m
 	return nil
 }
 

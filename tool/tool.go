@@ -39,7 +39,16 @@ const (
 	HeadTail OutputMode = "head_tail"
 	// Full passes the text whole: only the backend's byte cap applies.
 	Full OutputMode = "full"
+	// SummaryOnly gives the model a summary (size, first and last line, exit code) while
+	// the whole output goes to the caller only: the result's output field, over HTTP with
+	// the call's result, over MCP in the result's _meta, which clients do not show the model.
+	SummaryOnly OutputMode = "summary_only"
 )
+
+// ValidOutputMode says whether m is one of the output modes.
+func ValidOutputMode(m OutputMode) bool {
+	return m == HeadTail || m == Full || m == SummaryOnly
+}
 
 // OutputPolicy bounds what the model reads of one call.
 type OutputPolicy struct {
