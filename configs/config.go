@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/metrics"
 	"github.com/airlock-dev/airlock/pathpolicy"
+	"github.com/airlock-dev/airlock/plan"
 	"github.com/airlock-dev/airlock/schema"
 	"github.com/airlock-dev/airlock/telemetry"
 	"github.com/airlock-dev/airlock/urlguard"
@@ -44,6 +45,8 @@ type Config struct {
 	Serve       Serve             `toml:"serve"`
 	Metrics     metrics.Config    `toml:"metrics"`
 	Telemetry   telemetry.Config  `toml:"telemetry"`
+	// Plan holds every session to ordered steps (package plan); nil: no plan.
+	Plan *plan.Spec `toml:"plan"`
 
 	// Dir is the directory relative paths are taken from: the config file's directory, or
 	// the current directory when there is no file. It is not read from TOML.

@@ -244,7 +244,9 @@ func (e *Engine) Sessions() []string {
 // file hashes under the sessions directory, across processes, unless the engine was built
 // with [WithEphemeralSessions]. Another process holding the same named session is an error
 // wrapping [session.ErrInUse].
-func (e *Engine) Session(ctx context.Context, id string) (*Session, error) {
+//
+// Options apply when the session is opened, not when an open one is found again.
+func (e *Engine) Session(ctx context.Context, id string, opts ...SessionOption) (*Session, error) {
 	named := id != ""
 	if !named {
 		id = newSessionID()
@@ -265,11 +267,15 @@ func (e *Engine) Session(ctx context.Context, id string) (*Session, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		return e.Session(ctx, id)
+		return e.Session(ctx, id, opts...)
 	}
 	e.mu.Unlock()
 
-	s, err := e.openSession(ctx, id, named)
+	var so sessionOptions
+	for _, o := range opts {
+		o(&so)
+	}
+	s, err := e.openSession(ctx, id, named, so)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +285,7 @@ func (e *Engine) Session(ctx context.Context, id string) (*Session, error) {
 		e.mu.Unlock()
 		_ = s.end(ctx)
 		if ok {
-			return e.Session(ctx, id)
+			return e.Session(ctx, id, opts...)
 		}
 		return nil, ErrClosed
 	}

@@ -103,3 +103,24 @@ func TestOutputModeForUnknownToolIsRefused(t *testing.T) {
 		t.Fatalf("engine: %v, want an error naming tools.output_mode.termnal", err)
 	}
 }
+
+// The config's [plan] is checked against the tools offered when the runtime starts, and
+// holds every session to its steps.
+func TestConfigPlan(t *testing.T) {
+	bad := newConfig(t, "[plan]\n[[plan.steps]]\nname = \"look\"\ntools = [\"read_fil\"]\n")
+	if e, err := engine.New(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "plan.steps[0].tools[0]") {
+		if e != nil {
+			_ = e.Close(context.Background())
+		}
+		t.Fatalf("engine: %v, want an error naming plan.steps[0].tools[0]", err)
+	}
+	e := newEngine(t, newConfig(t, "[plan]\n[[plan.steps]]\nname = \"look\"\ntools = [\"read_file\", \"search_files\"]\n"))
+	s := openSession(t, e, "")
+	res := s.Run(context.Background(), call("terminal", map[string]any{"command": "echo no"}))
+	if res.Status != pipeline.StatusBlocked || res.ErrorCode != pipeline.CodePreHookBlocked {
+		t.Fatalf("terminal under a read-only plan: %s %s", res.Status, res.ErrorCode)
+	}
+	if st := s.Plan(); st == nil || st.Steps[0].Name != "look" {
+		t.Fatalf("plan state: %+v", st)
+	}
+}

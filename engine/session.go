@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-dev/airlock/approval"
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/pipeline"
+	"github.com/airlock-dev/airlock/plan"
 	"github.com/airlock-dev/airlock/receipt"
 	"github.com/airlock-dev/airlock/session"
 )
@@ -27,6 +28,8 @@ type Session struct {
 	own   bool // the session opened env and closes it
 	store *session.Store
 	pipe  *pipeline.Pipeline
+	// plan holds the session to its steps; nil without one.
+	plan *plan.Plan
 
 	// life ends when the session closes; the calls in flight are cancelled with it.
 	life    context.Context
@@ -45,9 +48,12 @@ type Session struct {
 	done chan struct{}
 }
 
-func (e *Engine) openSession(ctx context.Context, id string, named bool) (*Session, error) {
+func (e *Engine) openSession(ctx context.Context, id string, named bool, so sessionOptions) (*Session, error) {
+	pl, err := e.sessionPlan(so)
+	if err != nil {
+		return nil, err
+	}
 	var store *session.Store
-	var err error
 	if named && !e.opts.ephemeral {
 		store, err = session.Open(e.cfg.SessionsDir(), id)
 	} else {
@@ -67,7 +73,7 @@ func (e *Engine) openSession(ctx context.Context, id string, named bool) (*Sessi
 		_ = store.Close()
 		return nil, fmt.Errorf("environment: %w", err)
 	}
-	s := &Session{e: e, id: id, named: named, env: env, own: own, store: store, lastUsed: e.opts.now(), done: make(chan struct{})}
+	s := &Session{e: e, id: id, named: named, env: env, own: own, store: store, plan: pl, lastUsed: e.opts.now(), done: make(chan struct{})}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	stale := &session.StaleCheck{Store: store, Readers: []string{"read_file"}, Writers: []string{"write_file", "patch"}}
 	s.pipe, err = pipeline.New(pipeline.Options{
@@ -75,16 +81,16 @@ func (e *Engine) openSession(ctx context.Context, id string, named bool) (*Sessi
 		Env:            env,
 		Ledger:         e.ledger,
 		Logger:         e.log,
-		Policy:         policies{paths: e.policy, more: e.checks},
+		Policy:         policies{paths: e.policy, more: s.checks()},
 		Approval:       e.approvalStep(),
 		StoreArguments: e.cfg.Ledger.StoreArguments,
 		MaxOutputChars: e.cfg.Tools.MaxOutputChars,
 		SessionID:      id,
 		Session:        store,
 		DenialBudget:   e.policy.DenialBudget(),
-		PreHooks:       append([]pipeline.PreHook{stale}, e.preHooks...),
+		PreHooks:       s.preHooks(stale),
 		Tracer:         e.tracing.Tracer("github.com/airlock-dev/airlock/pipeline"),
-		PostHooks:      []pipeline.PostHook{stale},
+		PostHooks:      s.postHooks(stale),
 		NeverParallel:  e.cfg.Approvals.NeverParallel,
 		PathScoped:     e.cfg.Approvals.PathScoped,
 		MaxWorkers:     e.cfg.Approvals.MaxToolWorkers,

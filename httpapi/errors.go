@@ -26,6 +26,7 @@ const (
 	CodeTooManyCalls         = "too_many_calls"
 	CodeInvalidTTL           = "invalid_ttl"
 	CodeTokenScope           = "token_scope"
+	CodeInvalidPlan          = "invalid_plan"
 )
 
 // Codes lists every code of the envelope, for the documentation's test.
@@ -34,6 +35,7 @@ var Codes = []string{
 	CodeUnknownField, CodeInvalidCalls, CodeBodyTooLarge, CodeUnsupportedMediaType,
 	CodeIdempotencyKeyReused, CodeShuttingDown, CodeSessionOpenFailed, CodeInternal,
 	CodeInvalidQuery, CodeCallNotFound, CodeCallFinished, CodeTooManyCalls, CodeInvalidTTL, CodeTokenScope,
+	CodeInvalidPlan,
 }
 
 // ErrorBody is the envelope of every failure.

@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/pipeline"
+	"github.com/airlock-dev/airlock/plan"
 	"github.com/airlock-dev/airlock/receipt"
 )
 
@@ -56,6 +57,8 @@ type SessionInfo struct {
 	ExpiresAt      *time.Time `json:"expires_at,omitempty"`
 	IdleTTLSeconds float64    `json:"idle_ttl_seconds"`
 	Isolation      Isolation  `json:"isolation"`
+	// Plan is the state of the session's plan, absent without one.
+	Plan *plan.State `json:"plan,omitempty"`
 }
 
 // CreatedSession answers POST /v1/sessions: the session, and the token valid for it alone
@@ -87,6 +90,7 @@ func (s *Server) info(e *entry) SessionInfo {
 		ID: e.sess.ID(), Kind: e.kind, CreatedAt: e.created.UTC(), IdleTTLSeconds: ttl.Seconds(),
 		Isolation: Isolation{Backend: d.Kind, Mode: d.Mode, Workspace: d.Workspace, Target: d.Target,
 			Capabilities: d.Capabilities, Limits: d.Limits, Notes: d.Notes},
+		Plan: e.sess.Plan(),
 	}
 	if ttl > 0 {
 		exp := last.Add(ttl).UTC()
@@ -96,8 +100,8 @@ func (s *Server) info(e *entry) SessionInfo {
 }
 
 // open opens a runtime session for caller and keeps it until it closes.
-func (s *Server) open(ctx context.Context, caller, kind string) (*entry, error) {
-	sess, err := s.opts.Engine.Session(ctx, "")
+func (s *Server) open(ctx context.Context, caller, kind string, opts ...engine.SessionOption) (*entry, error) {
+	sess, err := s.opts.Engine.Session(ctx, "", opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +155,8 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	// session_token asks for a token valid for this session only (sessiontokens.go).
 	var req struct {
-		SessionToken bool `json:"session_token"`
+		SessionToken bool       `json:"session_token"`
+		Plan         *plan.Spec `json:"plan"`
 	}
 	if len(body) > 0 {
 		if err := decodeStrict(body, &req); err != nil {
@@ -159,7 +164,15 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	e, err := s.open(r.Context(), Caller(r.Context()), KindAPI)
+	var opts []engine.SessionOption
+	if req.Plan != nil {
+		opts = append(opts, engine.WithPlan(*req.Plan))
+	}
+	e, err := s.open(r.Context(), Caller(r.Context()), KindAPI, opts...)
+	if errors.Is(err, engine.ErrInvalidPlan) {
+		writeError(w, http.StatusBadRequest, CodeInvalidPlan, err.Error())
+		return
+	}
 	if err != nil {
 		s.log.Error("session open failed", "error", err)
 		writeError(w, http.StatusInternalServerError, CodeSessionOpenFailed, "the session could not be opened: "+err.Error())
