@@ -3,6 +3,8 @@ package backend
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 )
@@ -16,13 +18,18 @@ type Lines struct {
 	Data   []byte // lines First..Last, cut at one byte over max (so a caller sees it was cut)
 	Total  int    // the number of lines in the whole file
 	Binary bool   // a NUL in the first BinaryProbe bytes: nothing else is read
+	// SHA256 is the hex digest of the whole file, read to its end to count its lines ("" for
+	// a binary file): what the session's stale-file check records for a read, with no second
+	// read of the file.
+	SHA256 string
 }
 
 // ReadLines reads lines first..last of r (last 0: to the end; lines count from 1), keeping
 // at most max+1 bytes of them and counting the rest: the one reading behind [FileWindow],
 // whether the resident helper serves it or the host's file tools do. An error is r's.
 func ReadLines(r io.Reader, first, last int, max int64) (Lines, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	h := sha256.New()
+	br := bufio.NewReaderSize(io.TeeReader(r, h), 64<<10)
 	if head, _ := br.Peek(BinaryProbe); bytes.IndexByte(head, 0) >= 0 {
 		return Lines{Binary: true}, nil
 	}
@@ -43,7 +50,7 @@ func ReadLines(r io.Reader, first, last int, max int64) (Lines, error) {
 			continue
 		}
 		if errors.Is(err, io.EOF) {
-			return Lines{Data: buf.Bytes(), Total: line}, nil
+			return Lines{Data: buf.Bytes(), Total: line, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 		}
 		return Lines{}, err
 	}

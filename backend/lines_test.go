@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 )
@@ -30,6 +32,15 @@ func TestReadLines(t *testing.T) {
 			got, err := ReadLines(strings.NewReader(tc.in), tc.first, tc.last, tc.max)
 			if err != nil || string(got.Data) != tc.data || got.Total != tc.total || got.Binary != tc.binary {
 				t.Fatalf("ReadLines = %q %d binary %v, %v; want %q %d binary %v", got.Data, got.Total, got.Binary, err, tc.data, tc.total, tc.binary)
+			}
+			// The digest is of the whole file, whatever window was asked for.
+			want := ""
+			if !tc.binary {
+				sum := sha256.Sum256([]byte(tc.in))
+				want = hex.EncodeToString(sum[:])
+			}
+			if got.SHA256 != want {
+				t.Fatalf("SHA256 = %q, want %q", got.SHA256, want)
 			}
 		})
 	}

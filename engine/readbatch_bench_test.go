@@ -46,7 +46,7 @@ workspace = "ws"
 timeout = 60
 [ledger]
 path = "state/receipts.jsonl"
-`), dir)
+`+os.Getenv("AIRLOCK_BENCH_EXTRA")), dir)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -32,6 +32,7 @@ type window struct {
 	total  int
 	size   int64
 	binary bool
+	sha256 string // of the whole file, where the reader hashed it ("" otherwise)
 }
 
 // fsError is a failure the model can act on, with a code from pathpolicy or this package.

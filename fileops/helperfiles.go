@@ -53,7 +53,7 @@ func (h *helperFiles) window(ctx context.Context, p string, first, last int, max
 	if err != nil {
 		return window{}, err
 	}
-	return window{data: res.Data, total: res.Lines, size: res.Size, binary: res.Binary}, nil
+	return window{data: res.Data, total: res.Lines, size: res.Size, binary: res.Binary, sha256: res.SHA256}, nil
 }
 
 func (h *helperFiles) readAll(ctx context.Context, p string, max int64) ([]byte, error) {

@@ -148,7 +148,7 @@ func (h hostFiles) window(_ context.Context, p string, first, last int, max int6
 	if err != nil {
 		return window{}, mapErr(err)
 	}
-	return window{size: fi.Size(), binary: lines.Binary, data: lines.Data, total: lines.Total}, nil
+	return window{size: fi.Size(), binary: lines.Binary, data: lines.Data, total: lines.Total, sha256: lines.SHA256}, nil
 }
 
 func (h hostFiles) readAll(_ context.Context, p string, max int64) ([]byte, error) {

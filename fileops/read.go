@@ -25,6 +25,7 @@ type readData struct {
 	Truncated  bool   `json:"truncated"`
 	Binary     bool   `json:"binary"`
 	Size       int64  `json:"size"`
+	SHA256     string `json:"sha256,omitempty"`
 }
 
 type pathOnly struct {
@@ -55,7 +56,7 @@ func readWith(ctx context.Context, fs files, p, shown string, first, last int, o
 	if err != nil {
 		return failure(err, shown, pathOnly{shown})
 	}
-	d := readData{Path: shown, FirstLine: first, TotalLines: w.total, Size: w.size, Binary: w.binary}
+	d := readData{Path: shown, FirstLine: first, TotalLines: w.total, Size: w.size, Binary: w.binary, SHA256: w.sha256}
 	if w.binary {
 		d.LastLine = first - 1
 		d.More = w.total > 0

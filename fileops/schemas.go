@@ -23,7 +23,8 @@ const readOutput = `{
     "more": {"type": "boolean", "description": "Lines remain after last_line."},
     "truncated": {"type": "boolean", "description": "The read limit cut the window short."},
     "binary": {"type": "boolean", "description": "The file has NUL bytes in its first 8 KiB; no content is returned."},
-    "size": {"type": "integer", "description": "File size in bytes."}
+    "size": {"type": "integer", "description": "File size in bytes."},
+    "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "SHA-256 of the whole file as read, where the backend hashed it while counting lines (absent for a binary file or a backend without a resident helper)."}
   }
 }`
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/airlock-dev/airlock/backend/local"
@@ -97,5 +98,17 @@ func TestStaleCheck(t *testing.T) {
 	_ = os.Remove(file)
 	if b, _ := g.Before(ctx, req("write_file", `{}`)); b == nil {
 		t.Error("deleted file not seen as changed")
+	}
+}
+
+// A read that reports the digest of what it read is recorded as it is, with no second read
+// of the file (the environment here would fail one).
+func TestStaleCheckTakesTheReadsOwnDigest(t *testing.T) {
+	g := &StaleCheck{Store: NewMemory(), Readers: []string{"read_file"}, Writers: []string{"write_file"}}
+	sum := strings.Repeat("ab", 32)
+	req := &pipeline.Request{Call: pipeline.Call{Name: "read_file"}, Paths: []tool.ResolvedPath{{Arg: "path", Resolved: "/ws/a.txt"}}}
+	g.After(context.Background(), req, pipeline.Result{Status: pipeline.StatusOK, Data: map[string]any{"sha256": sum}})
+	if h, ok := g.Store.FileHash("/ws/a.txt"); !ok || h != sum {
+		t.Fatalf("recorded %q %v, want %q", h, ok, sum)
 	}
 }

@@ -97,6 +97,16 @@ func (g *StaleCheck) After(ctx context.Context, req *pipeline.Request, res pipel
 	if p == "" {
 		return
 	}
+	// A read reports the digest of the whole file it read: that is what the model saw, and
+	// recording it needs no second read (one that would also miss a change made in between).
+	if has(g.Readers, req.Call.Name) {
+		if m, ok := res.Data.(map[string]any); ok {
+			if h, ok := m["sha256"].(string); ok && len(h) == 64 {
+				g.Store.SetFileHash(p, h)
+				return
+			}
+		}
+	}
 	if h, err := Hash(ctx, req.Env, p); err == nil {
 		g.Store.SetFileHash(p, h)
 	}

@@ -245,7 +245,7 @@ func fileWindow(req backend.FileRequest) (backend.FileResult, error) {
 	if err != nil {
 		return backend.FileResult{}, mapErrno(err, base)
 	}
-	return backend.FileResult{Size: st.Size, Binary: lines.Binary, Data: lines.Data, Lines: lines.Total}, nil
+	return backend.FileResult{Size: st.Size, Binary: lines.Binary, Data: lines.Data, Lines: lines.Total, SHA256: lines.SHA256}, nil
 }
 
 // fileRead serves backend.FileRead.
