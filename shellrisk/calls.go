@@ -257,6 +257,7 @@ func (w *walker) programHere(p *program, args []arg, in stdin, seg string, moved
 	if len(args) == 1 && w.rules.infoFlags[args[0].text] {
 		return
 	}
+	args = oldStyle(p, args)
 	// A wrapper's options end at its first operand, except when its command follows "--".
 	s := w.scan(p, args, p.wrapper != "" && p.wrapper != wrapDashDash)
 	if w.queryOnly(p, s, reason) {
@@ -287,6 +288,7 @@ func (w *walker) programHere(p *program, args []arg, in stdin, seg string, moved
 		w.metadataScan(args, seg)
 	}
 	w.valuePaths(p, s, seg)
+	w.archiveFile(p, s, seg)
 	w.unknownOptions(p, s, seg)
 	if in.secret {
 		// What reads a secret from its input passes it on.

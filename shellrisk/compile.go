@@ -184,6 +184,8 @@ func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error
 		callbackArgs:   pr.CallbackArgs,
 		dumpsEnv:       pr.DumpsEnv,
 		archives:       pr.Archives,
+		archiveFile:    pr.ArchiveFile,
+		oldStyle:       pr.OldStyle,
 		sends:          pr.Sends,
 		uploadFlags:    set(pr.UploadFlags),
 		definesRemote:  pr.DefinesRemote,

@@ -90,6 +90,13 @@ type ProgramRule struct {
 	DumpsEnv bool `toml:"dumps_env" json:"dumps_env,omitempty"`
 	// Archives: the program reads its operands whole (tar, zip); a tree among them leaks.
 	Archives bool `toml:"archives" json:"archives,omitempty"`
+	// ArchiveFile names the flags whose value is the archive itself, read unless one of the
+	// flags that make the program write it is given (tar -x -f FILE reads FILE, tar -c -f
+	// FILE writes it).
+	ArchiveFile *ArchiveFile `toml:"archive_file" json:"archive_file,omitempty"`
+	// OldStyle: a first argument of letters without a dash is a cluster of flags whose
+	// values are the words after it, in order (tar cfb FILE 20 is tar -c -f FILE -b 20).
+	OldStyle bool `toml:"old_style" json:"old_style,omitempty"`
 	// Sends: the operands but the last are sent to the last when it is remote (scp,
 	// rsync, aws s3 cp).
 	Sends bool `toml:"sends" json:"sends,omitempty"`
@@ -365,6 +372,8 @@ type program struct {
 	callbackArgs   int
 	dumpsEnv       bool
 	archives       bool
+	archiveFile    *ArchiveFile
+	oldStyle       bool
 	sends          bool
 	uploadFlags    map[string]bool
 	definesRemote  bool
@@ -438,4 +447,12 @@ func (rs *ruleSet) hijacks(name string) bool {
 		}
 	}
 	return false
+}
+
+// ArchiveFile is a program's archive operand given by a flag (see Program.ArchiveFile).
+type ArchiveFile struct {
+	// Flags take the archive's name (-f, --file).
+	Flags []string `toml:"flags" json:"flags"`
+	// WrittenBy are the flags that make the program write the archive (-c, --create, -r).
+	WrittenBy []string `toml:"written_by" json:"written_by"`
 }
