@@ -243,11 +243,23 @@ func matchAny(p string, entries []string) bool {
 		if e == p {
 			return true
 		}
+		if !globMayMatch(e, p) {
+			continue
+		}
 		if ok, _ := path.Match(e, p); ok {
 			return true
 		}
 	}
 	return false
+}
+
+// globMayMatch reports whether the glob e may match p or a directory above it: e has a
+// meta character, and p starts with the literal text before the first one (a match of p,
+// or of an ancestor of p, which is a prefix of p, starts with it). It spares path.Match
+// for most entries of the long lists paths are judged against.
+func globMayMatch(e, p string) bool {
+	i := strings.IndexAny(e, `*?[\`)
+	return i >= 0 && strings.HasPrefix(p, e[:i])
 }
 
 // underAny reports whether p is one of the entries or below one.
@@ -262,6 +274,9 @@ func underAny(p string, entries []string) bool {
 		}
 		if e == p || strings.HasPrefix(p, strings.TrimSuffix(e, "/")+"/") {
 			return true
+		}
+		if !globMayMatch(e, p) {
+			continue // a literal entry matches only as above
 		}
 		if ok, _ := path.Match(e, p); ok {
 			return true
