@@ -225,18 +225,25 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 		}
 	}
 	f.req = &Request{Call: c, Tool: t, Args: c.Arguments, PathRefs: refs, Env: p.opts.Env, SessionID: p.opts.SessionID}
+	p.judge(ctx, f, log)
+	return f
+}
 
+// judge takes a call the registry and its schema accepted through policy and approval. A
+// refusal leaves the call with its result and receipt written; an allowed call leaves with
+// its decision recorded, ready to be scheduled.
+func (p *Pipeline) judge(ctx context.Context, f *flight, log hclog.Logger) {
 	pctx, ps := p.step(ctx, f, "policy")
 	v, err := recoverStep("policy", func() (Verdict, error) { return p.opts.Policy.Check(pctx, f.req) })
 	ps.End()
 	if err != nil && ctx.Err() != nil {
 		p.cancel(f)
-		return f
+		return
 	}
 	if err != nil {
 		log.Error("policy failed", "error", err)
 		p.deny(f, Verdict{Code: CodePolicyError, DecidedBy: "policy", Message: "policy could not decide: " + err.Error()}, StatusDenied)
-		return f
+		return
 	}
 	f.rec.Paths = resolvedNames(v.Paths)
 	if v.Decision != Allow {
@@ -245,13 +252,13 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 			status = StatusBlocked
 		}
 		p.deny(f, v, status)
-		return f
+		return
 	}
-	if len(v.Paths) != len(refs) {
+	if len(v.Paths) != len(f.req.PathRefs) {
 		// A handler must never fall back to the model's own string.
 		p.deny(f, Verdict{Code: CodePolicyError, DecidedBy: v.DecidedBy,
-			Message: fmt.Sprintf("policy allowed the call but resolved %d of its %d paths", len(v.Paths), len(refs))}, StatusDenied)
-		return f
+			Message: fmt.Sprintf("policy allowed the call but resolved %d of its %d paths", len(v.Paths), len(f.req.PathRefs))}, StatusDenied)
+		return
 	}
 	f.req.Paths = v.Paths
 	decidedBy := []string{v.DecidedBy}
@@ -268,26 +275,25 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 	f.req.OnWait = nil
 	if err != nil && ctx.Err() != nil {
 		p.cancel(f)
-		return f
+		return
 	}
 	if err != nil {
 		log.Error("approval failed", "error", err)
 		p.deny(f, Verdict{Code: CodePolicyError, DecidedBy: "approval", Message: "approval could not decide: " + err.Error()}, StatusDenied)
-		return f
+		return
 	}
 	if a.Decision != Allow {
 		if a.Decision == Ask { // an approver must answer, not defer: nobody did
 			a.Code, a.Message = CodeApprovalRequired, "this call needs a person's approval and none was given"
 		}
 		p.deny(f, a, StatusDenied)
-		return f
+		return
 	}
 	decidedBy = append(decidedBy, a.DecidedBy)
 	now := time.Now().UTC()
 	f.rec.Decision, f.rec.ReasonCode, f.rec.DecidedBy, f.rec.DecidedAt = string(Allow), a.Code, strings.Join(decidedBy, ", "), &now
 	f.rec.Risk, f.req.Risk = a.Risk, a.Risk
 	f.stamp()
-	return f
 }
 
 // checkEnvelope refuses a call whose id or name cannot be carried safely: an id with control
