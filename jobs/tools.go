@@ -58,110 +58,130 @@ func Tools(m *Manager, opts ToolOptions) []tool.Definition {
 	if opts.MaxWait <= 0 {
 		opts.MaxWait = 45 * time.Second
 	}
-	maxWait := int(opts.MaxWait / time.Second)
 	readArg := fmt.Sprintf(`"max_bytes": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Most bytes of output to return (default and maximum %d)."}`, opts.MaxReadBytes, opts.MaxReadBytes)
 	return []tool.Definition{
-		{
-			Name: OutputTool,
-			Description: "Read a background job's output written since the last read (never repeated, never skipped), " +
-				"with its state and byte totals.",
-			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["job_id"], "properties": {` + idArg + `, ` + readArg + `, ` + offsetArg + `}}`),
-			OutputSchema: json.RawMessage(infoSchema),
-			Risk:         tool.RiskRead, ParallelSafe: true, Toolset: Toolset, Output: tool.OutputPolicy{Mode: tool.Full},
-			Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
-				var a struct {
-					JobID    string `json:"job_id"`
-					MaxBytes int    `json:"max_bytes"`
-					Offset   *int64 `json:"offset"`
-				}
-				if err := json.Unmarshal(inv.Args, &a); err != nil {
-					return nil, fmt.Errorf("job_output: arguments: %w", err)
-				}
-				j, err := m.Get(inv.SessionID, a.JobID)
-				if err != nil {
-					return notFound(err), nil
-				}
-				if a.Offset != nil {
-					return readAt(j, *a.Offset, a.MaxBytes, opts.MaxReadBytes), nil
-				}
-				return readOutput(j, a.MaxBytes, opts.MaxReadBytes), nil
-			},
-		},
-		{
-			Name: WaitTool,
-			Description: fmt.Sprintf("Wait up to timeout seconds (at most %d) for a background job to end, then return "+
-				"its state and the output written since the last read. A job still running is no error: call again.", maxWait),
-			InputSchema: json.RawMessage(fmt.Sprintf(`{"type": "object", "additionalProperties": false, "required": ["job_id"], "properties": {`+
-				idArg+`, "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": %d, "description": "Seconds to wait (default and maximum %d)."}, `+readArg+`}}`, maxWait, maxWait)),
-			OutputSchema: json.RawMessage(infoSchema),
-			Risk:         tool.RiskRead, ParallelSafe: true, Toolset: Toolset, Output: tool.OutputPolicy{Mode: tool.Full},
-			Timeout: opts.MaxWait + 5*time.Second,
-			Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
-				var a struct {
-					JobID    string   `json:"job_id"`
-					Timeout  *float64 `json:"timeout"`
-					MaxBytes int      `json:"max_bytes"`
-				}
-				if err := json.Unmarshal(inv.Args, &a); err != nil {
-					return nil, fmt.Errorf("job_wait: arguments: %w", err)
-				}
-				j, err := m.Get(inv.SessionID, a.JobID)
-				if err != nil {
-					return notFound(err), nil
-				}
-				wait := opts.MaxWait
-				if a.Timeout != nil {
-					wait = min(wait, time.Duration(*a.Timeout*float64(time.Second)))
-				}
-				wctx, cancel := context.WithTimeout(ctx, wait)
-				defer cancel()
-				_ = j.Wait(wctx)
-				if ctx.Err() != nil {
-					return &tool.Output{Status: tool.StatusInterrupted, ErrorCode: "interrupted",
-						ErrorMessage: "the wait was cancelled; the job goes on"}, nil
-				}
-				return readOutput(j, a.MaxBytes, opts.MaxReadBytes), nil
-			},
-		},
-		{
-			Name:         ListTool,
-			Description:  "List this session's background jobs with their state, exit code and unread output.",
-			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {}}`),
-			OutputSchema: json.RawMessage(`{"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": ` + infoSchema + `}}}`),
-			Risk:         tool.RiskRead, ParallelSafe: true, Toolset: Toolset,
-			Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
-				list := m.List(inv.SessionID)
-				var b strings.Builder
-				if len(list) == 0 {
-					b.WriteString("no background jobs in this session\n")
-				}
-				for _, in := range list {
-					fmt.Fprintf(&b, "%s  %s  %s%s  unread %d bytes\n", in.ID, in.State, in.Command, exitText(in), in.UnreadBytes)
-				}
-				return &tool.Output{Content: b.String(), Data: map[string]any{"jobs": list}}, nil
-			},
-		},
-		{
-			Name:         KillTool,
-			Description:  "Kill a background job and everything it started; its unread output stays readable.",
-			InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["job_id"], "properties": {` + idArg + `}}`),
-			OutputSchema: json.RawMessage(infoSchema),
-			Risk:         tool.RiskWrite, ParallelSafe: true, Toolset: Toolset,
-			Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
-				var a struct {
-					JobID string `json:"job_id"`
-				}
-				if err := json.Unmarshal(inv.Args, &a); err != nil {
-					return nil, fmt.Errorf("job_kill: arguments: %w", err)
-				}
-				in, err := m.Kill(ctx, inv.SessionID, a.JobID)
-				if err != nil {
-					return notFound(err), nil
-				}
-				return &tool.Output{Content: fmt.Sprintf("job %s: %s%s\n", in.ID, in.State, exitText(in)), Data: in, ExitCode: in.ExitCode}, nil
-			},
-		},
+		outputTool(m, opts, readArg),
+		waitTool(m, opts, readArg),
+		listTool(m),
+		killTool(m),
 		inputTool(m, opts),
+	}
+}
+
+// outputTool is job_output: the output a job wrote since the last read, or from an offset.
+func outputTool(m *Manager, opts ToolOptions, readArg string) tool.Definition {
+	return tool.Definition{
+		Name: OutputTool,
+		Description: "Read a background job's output written since the last read (never repeated, never skipped), " +
+			"with its state and byte totals.",
+		InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["job_id"], "properties": {` + idArg + `, ` + readArg + `, ` + offsetArg + `}}`),
+		OutputSchema: json.RawMessage(infoSchema),
+		Risk:         tool.RiskRead, ParallelSafe: true, Toolset: Toolset, Output: tool.OutputPolicy{Mode: tool.Full},
+		Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
+			var a struct {
+				JobID    string `json:"job_id"`
+				MaxBytes int    `json:"max_bytes"`
+				Offset   *int64 `json:"offset"`
+			}
+			if err := json.Unmarshal(inv.Args, &a); err != nil {
+				return nil, fmt.Errorf("job_output: arguments: %w", err)
+			}
+			j, err := m.Get(inv.SessionID, a.JobID)
+			if err != nil {
+				return notFound(err), nil
+			}
+			if a.Offset != nil {
+				return readAt(j, *a.Offset, a.MaxBytes, opts.MaxReadBytes), nil
+			}
+			return readOutput(j, a.MaxBytes, opts.MaxReadBytes), nil
+		},
+	}
+}
+
+// waitTool is job_wait: wait a while for a job to end, then read as job_output does.
+func waitTool(m *Manager, opts ToolOptions, readArg string) tool.Definition {
+	maxWait := int(opts.MaxWait / time.Second)
+	return tool.Definition{
+		Name: WaitTool,
+		Description: fmt.Sprintf("Wait up to timeout seconds (at most %d) for a background job to end, then return "+
+			"its state and the output written since the last read. A job still running is no error: call again.", maxWait),
+		InputSchema: json.RawMessage(fmt.Sprintf(`{"type": "object", "additionalProperties": false, "required": ["job_id"], "properties": {`+
+			idArg+`, "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": %d, "description": "Seconds to wait (default and maximum %d)."}, `+readArg+`}}`, maxWait, maxWait)),
+		OutputSchema: json.RawMessage(infoSchema),
+		Risk:         tool.RiskRead, ParallelSafe: true, Toolset: Toolset, Output: tool.OutputPolicy{Mode: tool.Full},
+		Timeout: opts.MaxWait + 5*time.Second,
+		Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
+			var a struct {
+				JobID    string   `json:"job_id"`
+				Timeout  *float64 `json:"timeout"`
+				MaxBytes int      `json:"max_bytes"`
+			}
+			if err := json.Unmarshal(inv.Args, &a); err != nil {
+				return nil, fmt.Errorf("job_wait: arguments: %w", err)
+			}
+			j, err := m.Get(inv.SessionID, a.JobID)
+			if err != nil {
+				return notFound(err), nil
+			}
+			wait := opts.MaxWait
+			if a.Timeout != nil {
+				wait = min(wait, time.Duration(*a.Timeout*float64(time.Second)))
+			}
+			wctx, cancel := context.WithTimeout(ctx, wait)
+			defer cancel()
+			_ = j.Wait(wctx)
+			if ctx.Err() != nil {
+				return &tool.Output{Status: tool.StatusInterrupted, ErrorCode: "interrupted",
+					ErrorMessage: "the wait was cancelled; the job goes on"}, nil
+			}
+			return readOutput(j, a.MaxBytes, opts.MaxReadBytes), nil
+		},
+	}
+}
+
+// listTool is job_list: the session's jobs.
+func listTool(m *Manager) tool.Definition {
+	return tool.Definition{
+		Name:         ListTool,
+		Description:  "List this session's background jobs with their state, exit code and unread output.",
+		InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {}}`),
+		OutputSchema: json.RawMessage(`{"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": ` + infoSchema + `}}}`),
+		Risk:         tool.RiskRead, ParallelSafe: true, Toolset: Toolset,
+		Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
+			list := m.List(inv.SessionID)
+			var b strings.Builder
+			if len(list) == 0 {
+				b.WriteString("no background jobs in this session\n")
+			}
+			for _, in := range list {
+				fmt.Fprintf(&b, "%s  %s  %s%s  unread %d bytes\n", in.ID, in.State, in.Command, exitText(in), in.UnreadBytes)
+			}
+			return &tool.Output{Content: b.String(), Data: map[string]any{"jobs": list}}, nil
+		},
+	}
+}
+
+// killTool is job_kill: a job and everything it started, killed.
+func killTool(m *Manager) tool.Definition {
+	return tool.Definition{
+		Name:         KillTool,
+		Description:  "Kill a background job and everything it started; its unread output stays readable.",
+		InputSchema:  json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["job_id"], "properties": {` + idArg + `}}`),
+		OutputSchema: json.RawMessage(infoSchema),
+		Risk:         tool.RiskWrite, ParallelSafe: true, Toolset: Toolset,
+		Handler: func(ctx context.Context, inv *tool.Invocation) (*tool.Output, error) {
+			var a struct {
+				JobID string `json:"job_id"`
+			}
+			if err := json.Unmarshal(inv.Args, &a); err != nil {
+				return nil, fmt.Errorf("job_kill: arguments: %w", err)
+			}
+			in, err := m.Kill(ctx, inv.SessionID, a.JobID)
+			if err != nil {
+				return notFound(err), nil
+			}
+			return &tool.Output{Content: fmt.Sprintf("job %s: %s%s\n", in.ID, in.State, exitText(in)), Data: in, ExitCode: in.ExitCode}, nil
+		},
 	}
 }
 
