@@ -6,6 +6,11 @@ import (
 	"time"
 )
 
+// DefaultTimeout is a command's timeout when neither the call, the environment nor the
+// config sets one ([environment] timeout): the one default every backend and the config
+// share.
+const DefaultTimeout = 120 * time.Second
+
 // Duration is a configuration duration. In TOML it is either a number of seconds
 // (`timeout = 120`, `grace = 0.5`) or a Go duration string (`idle_ttl = "30m"`).
 type Duration time.Duration

@@ -120,7 +120,7 @@ func Default() Config {
 		Environment: Environment{
 			Type:           "local",
 			Workspace:      ".",
-			Timeout:        backend.Duration(120 * time.Second),
+			Timeout:        backend.Duration(backend.DefaultTimeout),
 			MaxOutputBytes: backend.DefaultMaxOutputBytes,
 			EnvPassthrough: append([]string(nil), backend.DefaultPassthrough...),
 			KillGrace:      backend.Duration(time.Second),

@@ -147,7 +147,7 @@ func DefaultConfig() Config {
 		User:                UserAuto,
 		IdleTTL:             backend.Duration(30 * time.Minute),
 		Agent:               AgentAuto,
-		DefaultTimeout:      120 * time.Second,
+		DefaultTimeout:      backend.DefaultTimeout,
 		MaxOutputBytes:      backend.DefaultMaxOutputBytes,
 		EnvPassthrough:      backend.DefaultPassthrough,
 		KillGrace:           time.Second,

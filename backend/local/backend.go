@@ -61,7 +61,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Workspace:      ".",
-		DefaultTimeout: 120 * time.Second,
+		DefaultTimeout: backend.DefaultTimeout,
 		MaxOutputBytes: backend.DefaultMaxOutputBytes,
 		EnvPassthrough: backend.DefaultPassthrough,
 		Shell:          "/bin/sh",

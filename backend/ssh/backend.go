@@ -107,7 +107,7 @@ func (c Config) withDefaults() Config {
 		c.Mode = d.Mode
 	}
 	if c.DefaultTimeout == 0 {
-		c.DefaultTimeout = 120 * time.Second
+		c.DefaultTimeout = backend.DefaultTimeout
 	}
 	if c.MaxOutputBytes == 0 {
 		c.MaxOutputBytes = backend.DefaultMaxOutputBytes
