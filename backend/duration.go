@@ -4,12 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/airlock-dev/airlock/backend/procgroup"
 )
 
 // DefaultTimeout is a command's timeout when neither the call, the environment nor the
 // config sets one ([environment] timeout): the one default every backend and the config
 // share.
 const DefaultTimeout = 120 * time.Second
+
+// DefaultKillGrace is the time between TERM and KILL when a timed-out or cancelled command's
+// tree is stopped and nothing sets another ([environment] kill_grace).
+const DefaultKillGrace = procgroup.DefaultKillGrace
 
 // Duration is a configuration duration. In TOML it is either a number of seconds
 // (`timeout = 120`, `grace = 0.5`) or a Go duration string (`idle_ttl = "30m"`).

@@ -123,7 +123,7 @@ func Default() Config {
 			Timeout:        backend.Duration(backend.DefaultTimeout),
 			MaxOutputBytes: backend.DefaultMaxOutputBytes,
 			EnvPassthrough: append([]string(nil), backend.DefaultPassthrough...),
-			KillGrace:      backend.Duration(time.Second),
+			KillGrace:      backend.Duration(backend.DefaultKillGrace),
 		},
 		Ledger:    Ledger{},
 		Tools:     Tools{MaxOutputChars: 50000, Enabled: append([]string(nil), Toolsets...)},

@@ -150,7 +150,7 @@ func DefaultConfig() Config {
 		DefaultTimeout:      backend.DefaultTimeout,
 		MaxOutputBytes:      backend.DefaultMaxOutputBytes,
 		EnvPassthrough:      backend.DefaultPassthrough,
-		KillGrace:           time.Second,
+		KillGrace:           backend.DefaultKillGrace,
 	}
 }
 

@@ -65,7 +65,7 @@ func DefaultConfig() Config {
 		MaxOutputBytes: backend.DefaultMaxOutputBytes,
 		EnvPassthrough: backend.DefaultPassthrough,
 		Shell:          "/bin/sh",
-		KillGrace:      time.Second,
+		KillGrace:      backend.DefaultKillGrace,
 	}
 }
 

@@ -18,7 +18,8 @@ import (
 // killed; only a process that escaped the group can hold them longer.
 const PipeDrain = 2 * time.Second
 
-// DefaultKillGrace is the time between TERM and KILL when a Spec sets none.
+// DefaultKillGrace is the time between TERM and KILL when a Spec sets none; package backend
+// gives it to every backend and the config as backend.DefaultKillGrace.
 const DefaultKillGrace = time.Second
 
 // Spec is one command to run.

@@ -113,7 +113,7 @@ func (c Config) withDefaults() Config {
 		c.MaxOutputBytes = backend.DefaultMaxOutputBytes
 	}
 	if c.KillGrace == 0 {
-		c.KillGrace = time.Second
+		c.KillGrace = backend.DefaultKillGrace
 	}
 	return c
 }
