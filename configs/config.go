@@ -383,22 +383,8 @@ func (c *Config) Validate() error {
 		vs = append(vs, schema.Violation{Path: "network", Message: err.Error()})
 	}
 	vs = append(vs, c.networkConflicts()...)
-	if err := c.Metrics.Validate(); err != nil {
-		var fe *metrics.FieldError
-		if errors.As(err, &fe) {
-			vs = append(vs, schema.Violation{Path: "metrics." + fe.Field, Message: fe.Message})
-		} else {
-			vs = append(vs, schema.Violation{Path: "metrics", Message: err.Error()})
-		}
-	}
-	if err := c.Telemetry.Validate(); err != nil {
-		var fe *telemetry.FieldError
-		if errors.As(err, &fe) {
-			vs = append(vs, schema.Violation{Path: "telemetry." + fe.Field, Message: fe.Message})
-		} else {
-			vs = append(vs, schema.Violation{Path: "telemetry", Message: err.Error()})
-		}
-	}
+	vs = append(vs, sectionViolations("metrics", c.Metrics.Validate())...)
+	vs = append(vs, sectionViolations("telemetry", c.Telemetry.Validate())...)
 	vs = append(vs, c.validateAgentFacing()...)
 	vs = append(vs, c.Serve.validate()...)
 	if len(vs) > 0 {
@@ -471,4 +457,16 @@ func StateDirFor(stateHome, workspace string) string {
 	}
 	sum := sha256.Sum256([]byte(ws))
 	return filepath.Join(stateHome, "airlock", filepath.Base(ws)+"-"+hex.EncodeToString(sum[:6]))
+}
+
+// sectionViolations is a section's own Validate error as violations: a [schema.FieldError]
+// at its key, anything else at the section.
+func sectionViolations(section string, err error) []schema.Violation {
+	if err == nil {
+		return nil
+	}
+	if fe := (*schema.FieldError)(nil); errors.As(err, &fe) {
+		return []schema.Violation{{Path: fe.Section + "." + fe.Field, Message: fe.Message}}
+	}
+	return []schema.Violation{{Path: section, Message: err.Error()}}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/airlock-dev/airlock/schema"
 )
 
 // Config is the [metrics] table.
@@ -28,42 +30,41 @@ type Config struct {
 const DefaultPath = "/metrics"
 
 // FieldError is a [metrics] setting that cannot work: Field is its key.
-type FieldError struct {
-	Field   string
-	Message string
-}
+type FieldError = schema.FieldError
 
-func (e *FieldError) Error() string { return "metrics." + e.Field + ": " + e.Message }
+func fieldError(field, msg string) *FieldError {
+	return &FieldError{Section: "metrics", Field: field, Message: msg}
+}
 
 // Validate checks the table: Listen is host:port with a literal IP (or localhost), on
 // loopback unless AllowNonLoopback; Path starts with a slash.
 func (c Config) Validate() error {
 	if c.Path != "" && (c.Path[0] != '/' || len(c.Path) > 256) {
-		return &FieldError{"path", fmt.Sprintf("%q must start with / (at most 256 bytes)", c.Path)}
+		return fieldError("path", fmt.Sprintf("%q must start with / (at most 256 bytes)", c.Path))
 	}
 	if c.Listen == "" {
 		return nil
 	}
 	host, port, err := net.SplitHostPort(c.Listen)
 	if err != nil {
-		return &FieldError{"listen", fmt.Sprintf("%q is not host:port (e.g. \"127.0.0.1:9464\")", c.Listen)}
+		return fieldError("listen", fmt.Sprintf("%q is not host:port (e.g. \"127.0.0.1:9464\")", c.Listen))
 	}
 	if _, err := netip.ParseAddrPort(net.JoinHostPort("0.0.0.0", port)); err != nil {
-		return &FieldError{"listen", fmt.Sprintf("%q: port %q is not a number from 0 to 65535", c.Listen, port)}
+		return fieldError("listen", fmt.Sprintf("%q: port %q is not a number from 0 to 65535", c.Listen, port))
 	}
 	if host == "localhost" {
 		return nil
 	}
 	addr, err := netip.ParseAddr(host)
 	if err != nil {
-		return &FieldError{"listen", fmt.Sprintf("%q: the host must be an IP address or localhost, got %q", c.Listen, host)}
+		return fieldError("listen", fmt.Sprintf("%q: the host must be an IP address or localhost, got %q", c.Listen, host))
 	}
 	if !addr.Unmap().IsLoopback() && !c.AllowNonLoopback {
 		what := "a non-loopback address"
 		if addr.IsUnspecified() {
 			what = "every interface"
 		}
-		return &FieldError{"listen", fmt.Sprintf("%q is %s; the endpoint has no authentication and lists tools and refused hosts, so it must be on loopback (127.0.0.1 or ::1) unless metrics.allow_non_loopback = true", c.Listen, what)}
+		return fieldError("listen", fmt.Sprintf("%q is %s; the endpoint has no authentication and lists tools and refused hosts, so it must be on loopback (127.0.0.1 or ::1) unless metrics.allow_non_loopback = true", c.Listen, what))
 	}
 	return nil
 }
@@ -177,7 +178,7 @@ func (m *Metrics) Serve(c Config) (*Server, error) {
 		return nil, err
 	}
 	if c.Listen == "" {
-		return nil, &FieldError{"listen", "not set"}
+		return nil, fieldError("listen", "not set")
 	}
 	path := c.Path
 	if path == "" {
@@ -185,7 +186,7 @@ func (m *Metrics) Serve(c Config) (*Server, error) {
 	}
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
-		return nil, &FieldError{"listen", err.Error()}
+		return nil, fieldError("listen", err.Error())
 	}
 	mux := http.NewServeMux()
 	mux.Handle(path, m.Handler())

@@ -65,6 +65,16 @@ func CompileJSON(name string, data []byte) (*Schema, error) {
 // JSON returns the schema's source document.
 func (s *Schema) JSON() json.RawMessage { return s.raw }
 
+// FieldError is a config section's setting that cannot work, found by the section's own
+// Validate beyond its schema: Section names the table ("metrics"), Field its key.
+type FieldError struct {
+	Section string
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Section + "." + e.Field + ": " + e.Message }
+
 // Violation is one way in which a value breaks a schema.
 type Violation struct {
 	// Path is the dotted location of the value, starting with the prefix passed to

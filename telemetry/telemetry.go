@@ -31,6 +31,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/airlock-dev/airlock/schema"
 )
 
 // Config is [telemetry].
@@ -45,14 +47,6 @@ type Config struct {
 // DefaultServiceName is service.name when the config names none.
 const DefaultServiceName = "airlock"
 
-// FieldError is a [telemetry] setting that cannot work: Field is its key.
-type FieldError struct {
-	Field   string
-	Message string
-}
-
-func (e *FieldError) Error() string { return "telemetry." + e.Field + ": " + e.Message }
-
 // Validate checks the endpoint is an http or https URL with a host.
 func (c Config) Validate() error {
 	if c.OTLPEndpoint == "" {
@@ -60,10 +54,10 @@ func (c Config) Validate() error {
 	}
 	u, err := url.Parse(c.OTLPEndpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &FieldError{Field: "otlp_endpoint", Message: fmt.Sprintf("%q is not an http:// or https:// URL with a host (e.g. \"http://127.0.0.1:4318\")", c.OTLPEndpoint)}
+		return &schema.FieldError{Section: "telemetry", Field: "otlp_endpoint", Message: fmt.Sprintf("%q is not an http:// or https:// URL with a host (e.g. \"http://127.0.0.1:4318\")", c.OTLPEndpoint)}
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return &FieldError{Field: "otlp_endpoint", Message: "a base URL without query or fragment; spans go to its /v1/traces"}
+		return &schema.FieldError{Section: "telemetry", Field: "otlp_endpoint", Message: "a base URL without query or fragment; spans go to its /v1/traces"}
 	}
 	return nil
 }
