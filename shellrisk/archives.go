@@ -1,68 +1,21 @@
 package shellrisk
 
-import (
-	"slices"
-	"strings"
-)
-
 // archiveFile judges the archive an archiver's -f names: written when a flag that makes
-// the program write it is given (tar -c -f ../out/a.tar), read otherwise (tar -x -f a.tar).
-// "-" is standard input or output, not a file.
+// the program write it is given, in any spelling (tar -c -f ../out/a.tar, tar -cf, --cre),
+// read otherwise (tar -x -f a.tar). "-" is standard input or output, not a file.
 func (w *walker) archiveFile(p *program, s scanned, seg string) {
-	af := p.archiveFile
-	if af == nil {
+	if len(p.archiveFlags) == 0 {
 		return
 	}
 	mode := pathsRead
-	for _, f := range s.flags {
-		name, _, _ := strings.Cut(f, "=")
-		if slices.Contains(af.WrittenBy, longFlag(p, name, af.WrittenBy)) || clusterHas(p, name, af.WrittenBy) {
-			mode = pathsWrite
-			break
-		}
+	if hasAny(p, s.flags, p.archiveWriters, true) {
+		mode = pathsWrite
 	}
 	for _, v := range s.values {
-		if !slices.Contains(af.Flags, v.flag) || (v.val.text == "-" && !v.val.dynamic) {
-			continue
-		}
-		w.pathEffect(v.val, mode, false, seg)
-	}
-}
-
-// longFlag expands a long flag abbreviated as getopt_long allows (--cre for --create) to
-// the one of keys it stands for; anything else is returned as it is.
-func longFlag(p *program, name string, keys []string) string {
-	if !strings.HasPrefix(name, "--") || slices.Contains(keys, name) {
-		return name
-	}
-	var hit []string
-	for _, k := range keys {
-		if strings.HasPrefix(k, name) {
-			hit = append(hit, k)
+		if p.archiveFlags[v.flag] && !(v.val.text == "-" && !v.val.dynamic) {
+			w.pathEffect(v.val, mode, false, seg)
 		}
 	}
-	if len(hit) == 1 {
-		return hit[0]
-	}
-	return name
-}
-
-// clusterHas reports whether a short flag cluster (-cvf) holds one of keys before any
-// letter that takes a value (whose value is the rest of the cluster).
-func clusterHas(p *program, t string, keys []string) bool {
-	if strings.HasPrefix(t, "--") || !strings.HasPrefix(t, "-") || len(t) < 3 || p.wholeFlags {
-		return false
-	}
-	for i := 1; i < len(t); i++ {
-		k := "-" + t[i:i+1]
-		if slices.Contains(keys, k) {
-			return true
-		}
-		if p.valueFlags[k] {
-			return false
-		}
-	}
-	return false
 }
 
 // oldStyle rewrites an old-style first argument (tar cf FILE a.txt) as the flags it stands

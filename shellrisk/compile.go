@@ -184,7 +184,6 @@ func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error
 		callbackArgs:   pr.CallbackArgs,
 		dumpsEnv:       pr.DumpsEnv,
 		archives:       pr.Archives,
-		archiveFile:    pr.ArchiveFile,
 		oldStyle:       pr.OldStyle,
 		sends:          pr.Sends,
 		uploadFlags:    set(pr.UploadFlags),
@@ -238,6 +237,14 @@ func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error
 	sort.Slice(p.valueReasons, func(i, j int) bool {
 		return p.valueReasons[i][0]+p.valueReasons[i][1] < p.valueReasons[j][0]+p.valueReasons[j][1]
 	})
+	if af := pr.ArchiveFile; af != nil {
+		for _, f := range af.Flags {
+			if !slices.Contains(pr.ValueFlags, f) {
+				return nil, fmt.Errorf("rules: %s.archive_file.flags: %q is not one of value_flags", field, f)
+			}
+		}
+		p.archiveFlags, p.archiveWriters = set(af.Flags), set(af.WrittenBy)
+	}
 	for flag, mode := range pr.ValuePaths {
 		if !pathModes[mode] {
 			return nil, fmt.Errorf("rules: %s.value_paths[%q]: unknown mode %q", field, flag, mode)

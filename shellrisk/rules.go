@@ -372,7 +372,9 @@ type program struct {
 	callbackArgs   int
 	dumpsEnv       bool
 	archives       bool
-	archiveFile    *ArchiveFile
+	// archiveFlags take the archive; archiveWriters make the program write it.
+	archiveFlags   map[string]bool
+	archiveWriters map[string]bool
 	oldStyle       bool
 	sends          bool
 	uploadFlags    map[string]bool
