@@ -70,6 +70,7 @@ type Pipeline struct {
 	backend string
 	never   map[string]bool
 	scoped  map[string]bool // nil: every tool is path-scoped
+	tracer  trace.Tracer    // the options' Tracer, or one that records nothing
 }
 
 // New checks opts and returns a pipeline.
@@ -120,6 +121,7 @@ func New(opts Options) (*Pipeline, error) {
 		sched:   sched,
 		session: opts.Session,
 		backend: opts.Env.Describe().Kind,
+		tracer:  tracerOf(opts),
 		never:   never,
 		scoped:  scoped,
 	}, nil
@@ -142,7 +144,7 @@ type flight struct {
 	result  *Result // set once the call is over
 	started time.Time
 	decided time.Time  // when it left decide allowed, for its queue span
-	span    trace.Span // nil until decide opens it
+	span    trace.Span // decide opens it first
 	mu      sync.Mutex
 }
 

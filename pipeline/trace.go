@@ -20,11 +20,12 @@ import (
 // the registry knows it.
 const maxSpanToolName = 64
 
-func (p *Pipeline) tracer() trace.Tracer {
-	if p.opts.Tracer == nil {
+// tracerOf is the tracer a pipeline uses: the options', or one that records nothing.
+func tracerOf(o Options) trace.Tracer {
+	if o.Tracer == nil {
 		return noop.NewTracerProvider().Tracer("")
 	}
-	return p.opts.Tracer
+	return o.Tracer
 }
 
 // startCallSpan opens the call's span under ctx's (the front end continued the caller's).
@@ -33,23 +34,22 @@ func (p *Pipeline) startCallSpan(ctx context.Context, f *flight) context.Context
 	if len(name) > maxSpanToolName {
 		name = name[:maxSpanToolName]
 	}
-	ctx, f.span = p.tracer().Start(ctx, "execute_tool "+name, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(
+	ctx, f.span = p.tracer.Start(ctx, "execute_tool "+name, trace.WithSpanKind(trace.SpanKindInternal))
+	if f.span.IsRecording() { // with traces off, a call builds no attributes
+		f.span.SetAttributes(
 			attribute.String("gen_ai.operation.name", "execute_tool"),
 			attribute.String("gen_ai.tool.name", f.call.Name),
 			attribute.String("gen_ai.tool.call.id", f.call.ID),
 			attribute.String("airlock.session.id", p.opts.SessionID),
 			attribute.String("airlock.backend", p.backend),
-		))
+		)
+	}
 	return ctx
 }
 
 // step opens a child span of the call's span.
 func (p *Pipeline) step(ctx context.Context, f *flight, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
-	if f.span == nil {
-		return ctx, trace.SpanFromContext(ctx)
-	}
-	return p.tracer().Start(trace.ContextWithSpan(ctx, f.span), name, opts...)
+	return p.tracer.Start(trace.ContextWithSpan(ctx, f.span), name, opts...)
 }
 
 // queued records the scheduler's wait: from the decision to the start of the call's slot.
@@ -63,7 +63,7 @@ func (p *Pipeline) queued(ctx context.Context, f *flight) {
 
 // endCallSpan closes the call's span with what was decided and what happened.
 func (p *Pipeline) endCallSpan(f *flight) {
-	if f.span == nil {
+	if !f.span.IsRecording() {
 		return
 	}
 	r, rec := f.result, f.rec
