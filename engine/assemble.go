@@ -56,8 +56,10 @@ func (e *Engine) assemble() error {
 			return fmt.Errorf("tools.output_mode.%s: %w", name, err)
 		}
 	}
-	if _, err := e.sessionPlan(sessionOptions{}); err != nil { // the config's [plan], checked now
-		return err
+	if e.cfg.Plan != nil {
+		if err := e.checkPlan(*e.cfg.Plan); err != nil {
+			return err
+		}
 	}
 
 	gopts := []approval.Option{approval.WithLogger(e.log), approval.WithShellContext(e.shellContext(pol, protected))}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/backend/docker/dockertest"
 	"github.com/airlock-dev/airlock/configs"
@@ -114,10 +115,7 @@ func runSessions(b *testing.B, e *engine.Engine, n int) (opens, batches []time.D
 
 // containerMemory is the memory of every container whose name starts with prefix, as the
 // daemon's one-shot stats give it (usage less the page cache).
-func containerMemory(b *testing.B, cli interface {
-	ContainerList(context.Context, container.ListOptions) ([]container.Summary, error)
-	ContainerStatsOneShot(context.Context, string) (container.StatsResponseReader, error)
-}, prefix string) []uint64 {
+func containerMemory(b *testing.B, cli *client.Client, prefix string) []uint64 {
 	ctx := context.Background()
 	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", prefix))})
 	if err != nil {
@@ -130,7 +128,7 @@ func containerMemory(b *testing.B, cli interface {
 			continue
 		}
 		var s container.StatsResponse
-		err = decodeJSON(st.Body, &s)
+		err = json.NewDecoder(st.Body).Decode(&s)
 		st.Body.Close()
 		if err != nil {
 			continue
@@ -158,8 +156,4 @@ func pct[T cmp.Ordered](d []T, p int) T {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[min(len(s)-1, len(s)*p/100)]
-}
-
-func decodeJSON(r interface{ Read([]byte) (int, error) }, v any) error {
-	return json.NewDecoder(r).Decode(v)
 }

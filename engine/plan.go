@@ -24,20 +24,28 @@ func WithPlan(s plan.Spec) SessionOption {
 // ErrInvalidPlan wraps a plan that names what is wrong with it (a [plan.FieldError]).
 var ErrInvalidPlan = errors.New("invalid plan")
 
-// sessionPlan is the plan a new session is held to: its own, else the config's, else none.
+// sessionPlan is the plan a new session is held to: its own (checked now), else the
+// config's (checked once, when the engine was built), else none.
 func (e *Engine) sessionPlan(so sessionOptions) (*plan.Plan, error) {
-	spec := so.plan
-	if spec == nil {
-		spec = e.cfg.Plan
+	switch {
+	case so.plan != nil:
+		if err := e.checkPlan(*so.plan); err != nil {
+			return nil, err
+		}
+		return plan.New(*so.plan), nil
+	case e.cfg.Plan != nil:
+		return plan.New(*e.cfg.Plan), nil
 	}
-	if spec == nil {
-		return nil, nil
-	}
+	return nil, nil
+}
+
+// checkPlan checks a plan against the tools the engine offers.
+func (e *Engine) checkPlan(spec plan.Spec) error {
 	known := func(name string) bool { _, ok := e.reg.Lookup(name); return ok }
 	if err := spec.Validate(known); err != nil {
-		return nil, fmt.Errorf("%w: plan.%w", ErrInvalidPlan, err)
+		return fmt.Errorf("%w: plan.%w", ErrInvalidPlan, err)
 	}
-	return plan.New(*spec), nil
+	return nil
 }
 
 // Plan returns the state of the session's plan, nil without one.
