@@ -17,6 +17,8 @@ func TestTarArchiveFile(t *testing.T) {
 		"tar czbf 20 ../out/a.tgz a.txt", // old style: b takes 20, f the next word
 		"tar --create --file=../out/a.tar a.txt",
 		"tar --cre --file ../out/a.tar a.txt",
+		"tar --creat --fil ../out/a.tar a.txt", // --fil is --file or --files-from: each is judged
+		"tar --fi=../out/a.tar -c a.txt",
 		"tar --file=../out/a.tar -c a.txt",
 		"tar -f ../out/a.tar -c a.txt",
 		"tar -rf /tmp/a.tar a.txt",

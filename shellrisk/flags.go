@@ -70,7 +70,7 @@ func (w *walker) scan(p *program, args []arg, wrapper bool) scanned {
 			s.flags = append(s.flags, long)
 			s.flagAt = append(s.flagAt, at)
 			if name, val, ok := strings.Cut(long, "="); ok {
-				s.values = append(s.values, flagValue{longName(p, name), attached(val), at})
+				s.values = appendValues(s.values, longNames(p, name), attached(val), at)
 			}
 			continue
 		}
@@ -82,11 +82,11 @@ func (w *walker) scan(p *program, args []arg, wrapper bool) scanned {
 			s.flags = append(s.flags, t)
 			s.flagAt = append(s.flagAt, i)
 			if takesValue(p, t) && i+1 < len(args) {
-				s.values = append(s.values, flagValue{valueKey(p, t), args[i+1], i})
+				s.values = appendValues(s.values, valueKeys(p, t), args[i+1], i)
 				s.valueArg[i+1] = true
 				i++
 			} else if name, v, ok := strings.Cut(t, "="); ok && (strings.HasPrefix(t, "--") || p.valueFlags[name]) {
-				s.values = append(s.values, flagValue{longName(p, name), attached(v), i})
+				s.values = appendValues(s.values, longNames(p, name), attached(v), i)
 			} else if k, v, ok := attachedShort(p, t); ok {
 				s.values = append(s.values, flagValue{k, attached(v), i})
 			}
@@ -106,6 +106,14 @@ func (w *walker) scan(p *program, args []arg, wrapper bool) scanned {
 		s.operands = append(s.operands, a)
 	}
 	return s
+}
+
+// appendValues records val as the value of each flag in keys.
+func appendValues(vs []flagValue, keys []string, val arg, at int) []flagValue {
+	for _, k := range keys {
+		vs = append(vs, flagValue{k, val, at})
+	}
+	return vs
 }
 
 func isFlag(t string) bool {
@@ -140,16 +148,18 @@ func attachedShort(p *program, t string) (string, string, bool) {
 	return "", "", false
 }
 
-// longName expands an abbreviated long flag (--out for --output) to the value flag it
-// stands for, as getopt_long does.
-func longName(p *program, t string) string {
+// longNames expands an abbreviated long flag (--out for --output) to the value flags it
+// stands for, as getopt_long does. A prefix of several (tar's --fil: --file and
+// --files-from) stands for each of them, since which one getopt takes depends on options
+// the rules may not list; the flag itself is returned when it abbreviates none.
+func longNames(p *program, t string) []string {
 	if !strings.HasPrefix(t, "--") || p.valueFlags[t] {
-		return t
+		return []string{t}
 	}
-	if ks := prefixKeys(t, func(k string) bool { return p.valueFlags[k] }, p.valueFlags); len(ks) == 1 {
-		return ks[0]
+	if ks := prefixKeys(t, func(k string) bool { return p.valueFlags[k] }, p.valueFlags); len(ks) > 0 {
+		return ks
 	}
-	return t
+	return []string{t}
 }
 
 // minAbbrev is the shortest abbreviation of a long flag that is matched: getopt_long takes
@@ -173,13 +183,13 @@ func prefixKeys[V any](t string, has func(string) bool, m map[string]V) []string
 	return out
 }
 
-// valueKey names the flag whose value the next argument is: --out is --output, and in a
+// valueKeys names the flags whose value the next argument is: --out is --output, and in a
 // cluster of short options (sort -uo FILE, tree -ao FILE) it is the last one, -o.
-func valueKey(p *program, t string) string {
+func valueKeys(p *program, t string) []string {
 	if strings.HasPrefix(t, "--") || p.valueFlags[t] {
-		return longName(p, t)
+		return longNames(p, t)
 	}
-	return "-" + t[len(t)-1:]
+	return []string{"-" + t[len(t)-1:]}
 }
 
 // takesValue reports whether a flag consumes the next argument.
@@ -188,7 +198,7 @@ func takesValue(p *program, t string) bool {
 		return false
 	}
 	if strings.HasPrefix(t, "--") {
-		return !strings.Contains(t, "=") && p.valueFlags[longName(p, t)]
+		return !strings.Contains(t, "=") && p.valueFlags[longNames(p, t)[0]]
 	}
 	if p.valueFlags[t] {
 		return true
