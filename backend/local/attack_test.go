@@ -198,7 +198,9 @@ func TestSetsidChildDiesWithTheTree(t *testing.T) {
 	env := newEnv(t)
 	ws := env.Describe().Workspace
 	res, err := env.Exec(context.Background(), backend.Request{
-		Command: `setsid sh -c 'while :; do date +%s%N > beat; sleep 0.05; done' </dev/null >/dev/null 2>&1 &
+		// The beat is renamed into place: a kill between the truncation and the write of
+		// "date > beat" would otherwise leave it empty, as if the child never ran.
+		Command: `setsid sh -c 'while :; do date +%s%N > beat.new; mv beat.new beat; sleep 0.05; done' </dev/null >/dev/null 2>&1 &
 while [ ! -s beat ]; do sleep 0.01; done; sleep 30`,
 		Timeout: 3 * time.Second,
 	})
