@@ -180,13 +180,21 @@ type layout struct {
 // plan turns a policy into Landlock grants. It is pure over fsView.
 func plan(p Policy, fs fsView) layout {
 	var l layout
+	missing := protect(p, fs, &l)
+	grantRoots(fs, planRoots(p), &l)
+	l.Watch = watchFor(fs, missing, l.Grants)
+	return l
+}
+
+// protect fills l.Protected with the protected paths that exist — the policy's, the system
+// secrets, the credential stores under the home directory and the deny_names matches under
+// every root — and returns the credential stores that do not exist yet.
+func protect(p Policy, fs fsView, l *layout) (missing []string) {
 	protected := map[string]bool{}
-	var missing []string
 	addProtected := func(path string) {
 		if path == "" || !filepath.IsAbs(path) {
 			return
 		}
-
 		if r, err := fs.resolve(path); err == nil {
 			protected[r] = true
 		}
@@ -209,8 +217,8 @@ func plan(p Policy, fs fsView) layout {
 			}
 		}
 	}
-	limit := p.scanLimit()
 	if p.Hidden != nil {
+		limit := p.scanLimit()
 		seen := 0
 		for _, root := range append(append([]string(nil), p.ReadRoots...), p.WriteRoots...) {
 			r, err := fs.resolve(root)
@@ -230,36 +238,51 @@ func plan(p Policy, fs fsView) layout {
 		}
 	}
 	sort.Strings(l.Protected)
+	return missing
+}
 
-	type root struct {
-		path  string
-		write bool
-	}
-	var roots []root
+// planRoot is a directory the policy grants, before protected paths are taken out of it.
+type planRoot struct {
+	path  string
+	write bool
+}
+
+// planRoots lists what the policy grants: the write roots and temporary directory, the read
+// roots, the system's read-only directories, the readable parts of the home directory and
+// the devices.
+func planRoots(p Policy) []planRoot {
+	var roots []planRoot
 	for _, r := range p.WriteRoots {
-		roots = append(roots, root{r, true})
+		roots = append(roots, planRoot{r, true})
 	}
 	if p.TempDir != "" {
-		roots = append(roots, root{p.TempDir, true})
+		roots = append(roots, planRoot{p.TempDir, true})
 	}
 	for _, r := range p.ReadRoots {
-		roots = append(roots, root{r, false})
+		roots = append(roots, planRoot{r, false})
 	}
 	sys := p.SystemRead
 	if sys == nil {
 		sys = DefaultSystemRead
 	}
 	for _, r := range sys {
-		roots = append(roots, root{r, false})
+		roots = append(roots, planRoot{r, false})
 	}
 	if p.Home != "" {
 		for _, h := range HomeReadable {
-			roots = append(roots, root{filepath.Join(p.Home, h), false})
+			roots = append(roots, planRoot{filepath.Join(p.Home, h), false})
 		}
 	}
 	for _, d := range Devices {
-		roots = append(roots, root{d, true})
+		roots = append(roots, planRoot{d, true})
 	}
+	return roots
+}
+
+// grantRoots turns roots into l.Grants: a root with no protected path in it is granted
+// whole, one inside a protected path not at all (with a note), and one with protected
+// paths below it is split around them.
+func grantRoots(fs fsView, roots []planRoot, l *layout) {
 	seen := map[grant]bool{}
 	add := func(g grant) {
 		// A read grant under the same path as a write grant adds nothing.
@@ -299,8 +322,6 @@ func plan(p Policy, fs fsView) layout {
 	}
 	sort.Strings(l.Split)
 	l.Split = dedupe(l.Split)
-	l.Watch = watchFor(fs, missing, l.Grants)
-	return l
 }
 
 // watchFor returns, for each missing credential store, its nearest existing ancestor when that
