@@ -77,46 +77,62 @@ func runApprovals(args []string, s stdio) int {
 	}
 	switch verb {
 	case "list":
-		recs, err := store.List(!all)
-		if err != nil {
-			return fail(s, err)
-		}
-		if asJSON {
-			if recs == nil {
-				recs = []pending.Record{}
-			}
-			printJSON(s.out, recs)
-			return 0
-		}
-		if len(recs) == 0 {
-			fmt.Fprintln(s.out, "no approvals waiting")
-			return 0
-		}
-		tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSTATE\tTOOL\tRISK\tEXPIRES\tCALL")
-		for _, r := range recs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, state(r), pending.Escape(r.Tool), pending.Escape(r.Risk),
-				time.Until(r.ExpiresAt).Round(time.Second), oneLine(r.Summary, 80))
-		}
-		_ = tw.Flush()
-		return 0
+		return listApprovals(s, store, all, asJSON)
 	case "show":
-		r, err := store.Get(id)
-		if err != nil {
-			return fail(s, err)
+		return showApproval(s, store, id, asJSON)
+	}
+	return decideApproval(s, store, id, verb == "approve", pending.Scope(scope), message)
+}
+
+// listApprovals prints the waiting approvals (all with all) as a table or JSON; every field
+// a command could put escape sequences in is escaped.
+func listApprovals(s stdio, store *pending.Store, all, asJSON bool) int {
+	recs, err := store.List(!all)
+	if err != nil {
+		return fail(s, err)
+	}
+	if asJSON {
+		if recs == nil {
+			recs = []pending.Record{}
 		}
-		if asJSON {
-			printJSON(s.out, r)
-			return 0
-		}
-		fmt.Fprintf(s.out, "%sstate: %s", r.Text(), state(r))
-		if r.DecidedBy != "" {
-			fmt.Fprintf(s.out, " by %s", pending.Escape(r.DecidedBy))
-		}
-		fmt.Fprintln(s.out)
+		printJSON(s.out, recs)
 		return 0
 	}
-	r, err := store.Decide(id, verb == "approve", pending.Scope(scope), "cli", message)
+	if len(recs) == 0 {
+		fmt.Fprintln(s.out, "no approvals waiting")
+		return 0
+	}
+	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tTOOL\tRISK\tEXPIRES\tCALL")
+	for _, r := range recs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, state(r), pending.Escape(r.Tool), pending.Escape(r.Risk),
+			time.Until(r.ExpiresAt).Round(time.Second), oneLine(r.Summary, 80))
+	}
+	_ = tw.Flush()
+	return 0
+}
+
+// showApproval prints one approval whole: what the person is asked and its state.
+func showApproval(s stdio, store *pending.Store, id string, asJSON bool) int {
+	r, err := store.Get(id)
+	if err != nil {
+		return fail(s, err)
+	}
+	if asJSON {
+		printJSON(s.out, r)
+		return 0
+	}
+	fmt.Fprintf(s.out, "%sstate: %s", r.Text(), state(r))
+	if r.DecidedBy != "" {
+		fmt.Fprintf(s.out, " by %s", pending.Escape(r.DecidedBy))
+	}
+	fmt.Fprintln(s.out)
+	return 0
+}
+
+// decideApproval answers one approval and says what the answer covers.
+func decideApproval(s stdio, store *pending.Store, id string, approve bool, scope pending.Scope, message string) int {
+	r, err := store.Decide(id, approve, scope, "cli", message)
 	if err != nil {
 		return fail(s, err)
 	}
