@@ -41,59 +41,13 @@ func runInstall(args []string, s stdio) int {
 	if project && user {
 		return fail(s, fmt.Errorf("install: --project and --user are exclusive"))
 	}
-	t := clientconfig.Target{Client: client, CodexHome: os.Getenv("CODEX_HOME")}
-	switch {
-	case project:
-		t.Scope = clientconfig.Project
-	case user:
-		t.Scope = clientconfig.User
-	}
-	var err error
-	if t.Home, err = os.UserHomeDir(); err != nil {
+	t, err := installTarget(client, project, user, bin)
+	if err != nil {
 		return fail(s, fmt.Errorf("install: %w", err))
 	}
-	if t.ProjectDir, err = os.Getwd(); err != nil {
-		return fail(s, fmt.Errorf("install: %w", err))
-	}
-	if bin == "" {
-		if bin, err = os.Executable(); err != nil {
-			return fail(s, fmt.Errorf("install: %w", err))
-		}
-		if r, err := filepath.EvalSymlinks(bin); err == nil {
-			bin = r
-		}
-	}
-	t.Command, t.Args = bin, []string{"mcp"}
-	var created *clientconfig.Change
-	if cfgFile == "" {
-		if _, err := os.Stat(configs.DefaultFile); err == nil {
-			cfgFile = configs.DefaultFile
-		} else if created, err = projectConfig(t.ProjectDir); err != nil {
-			return fail(s, fmt.Errorf("install: %w", err))
-		} else {
-			cfgFile = created.Path
-		}
-	}
-	var notes []string
-	if created != nil {
-		cfgFile = "" // written with the client's files below, if it is new
-	}
-	if cfgFile != "" {
-		cfg, err := configs.Load(cfgFile) // a config the server could not start with is refused now
-		if err != nil {
-			return fail(s, err)
-		}
-		abs, err := filepath.Abs(cfg.File)
-		if err != nil {
-			return fail(s, err)
-		}
-		t.Args = append(t.Args, "--config", abs)
-		if rel, err := filepath.Rel(cfg.WorkspaceDir(), abs); err == nil && !strings.HasPrefix(rel, "..") {
-			notes = append(notes, abs+" lies inside the workspace: commands cannot change it through Airlock, but the "+
-				"client's and your other tools can; keep it outside (without --config and ./airlock.toml, install writes one there)")
-		}
-	} else if created != nil {
-		t.Args = append(t.Args, "--config", created.Path)
+	created, notes, err := installConfig(&t, cfgFile)
+	if err != nil {
+		return fail(s, err)
 	}
 	if check {
 		return checkInstall(t, clientBin, s)
@@ -132,6 +86,66 @@ func runInstall(args []string, s stdio) int {
 		fmt.Fprintf(s.out, "note: %s\n", n)
 	}
 	return 0
+}
+
+// installTarget says what install writes for client: in which scope, for which home and
+// project, starting which airlock binary (this one, symlinks resolved, unless bin names one).
+func installTarget(client string, project, user bool, bin string) (clientconfig.Target, error) {
+	t := clientconfig.Target{Client: client, CodexHome: os.Getenv("CODEX_HOME")}
+	switch {
+	case project:
+		t.Scope = clientconfig.Project
+	case user:
+		t.Scope = clientconfig.User
+	}
+	var err error
+	if t.Home, err = os.UserHomeDir(); err != nil {
+		return t, err
+	}
+	if t.ProjectDir, err = os.Getwd(); err != nil {
+		return t, err
+	}
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return t, err
+		}
+		if r, err := filepath.EvalSymlinks(bin); err == nil {
+			bin = r
+		}
+	}
+	t.Command, t.Args = bin, []string{"mcp"}
+	return t, nil
+}
+
+// installConfig points t's server at its config: cfgFile, else ./airlock.toml, else one
+// made in the project's state directory (returned as created, to be written with the
+// client's files). A named config the server could not start with is refused now, and one
+// inside the workspace gets a note.
+func installConfig(t *clientconfig.Target, cfgFile string) (created *clientconfig.Change, notes []string, err error) {
+	if cfgFile == "" {
+		if _, err := os.Stat(configs.DefaultFile); err == nil {
+			cfgFile = configs.DefaultFile
+		} else if created, err = projectConfig(t.ProjectDir); err != nil {
+			return nil, nil, fmt.Errorf("install: %w", err)
+		} else {
+			t.Args = append(t.Args, "--config", created.Path)
+			return created, nil, nil
+		}
+	}
+	cfg, err := configs.Load(cfgFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	abs, err := filepath.Abs(cfg.File)
+	if err != nil {
+		return nil, nil, err
+	}
+	t.Args = append(t.Args, "--config", abs)
+	if rel, err := filepath.Rel(cfg.WorkspaceDir(), abs); err == nil && !strings.HasPrefix(rel, "..") {
+		notes = append(notes, abs+" lies inside the workspace: commands cannot change it through Airlock, but the "+
+			"client's and your other tools can; keep it outside (without --config and ./airlock.toml, install writes one there)")
+	}
+	return nil, notes, nil
 }
 
 // projectConfig is the config install points a client at when none is named: in the
