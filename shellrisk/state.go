@@ -237,7 +237,6 @@ var specialBuiltins = map[string]bool{
 // that change which code runs give env_hijack, and a name with a subscript holding a
 // substitution (read 'a[$(cmd)]') is code, which bash runs.
 func (w *walker) stateEffects(name string, args []arg, seg string) {
-	var targets []string
 	switch name {
 	case "read", "mapfile", "readarray", "printf", "getopts", "unset", "let", "test", "[", "wait", "hash", "export", "declare",
 		"typeset", "local", "readonly":
@@ -257,9 +256,31 @@ func (w *walker) stateEffects(name string, args []arg, seg string) {
 			}
 		}
 	}
+	ops, flagVals := builtinOptions(name, args)
+	if name == "unset" {
+		w.unset(ops, flagVals)
+		return
+	}
+	for _, t := range stateTargets(name, ops, flagVals) {
+		if t == dynamicMark || strings.Contains(t, dynamicMark) {
+			// printf -v "$name": any variable may change.
+			w.forgetVars()
+			continue
+		}
+		base, _, _ := strings.Cut(t, "[")
+		if w.rules.hijacks(base) {
+			w.add(codeEnvHijack, seg)
+		}
+		w.forget(base)
+		w.markData(base)
+	}
+}
+
+// builtinOptions splits a state built-in's arguments into its operands and its options, each
+// an option letter with its value ("" for one that takes none): read -rp PROMPT x is r, p
+// with PROMPT, and the operand x.
+func builtinOptions(name string, args []arg) (ops []arg, flagVals [][2]string) {
 	valueOpts := map[string]string{"read": "adinNptu", "mapfile": "CcdnOsu", "readarray": "CcdnOsu", "printf": "v", "wait": "p"}[name]
-	var ops []arg
-	var flagVals [][2]string // option letter, value
 	for i := 0; i < len(args); i++ {
 		t := args[i].text
 		if t == "--" {
@@ -285,6 +306,21 @@ func (w *walker) stateEffects(name string, args []arg, seg string) {
 			break
 		}
 	}
+	return ops, flagVals
+}
+
+// stateTargets names the variables a state built-in sets: read's operands (REPLY without
+// any) and -a array, mapfile's array, printf -v, wait -p, getopts' name with OPTARG and
+// OPTIND.
+func stateTargets(name string, ops []arg, flagVals [][2]string) []string {
+	var targets []string
+	optionValue := func(letter string) {
+		for _, fv := range flagVals {
+			if fv[0] == letter {
+				targets = append(targets, fv[1])
+			}
+		}
+	}
 	switch name {
 	case "read":
 		if len(ops) == 0 {
@@ -293,11 +329,7 @@ func (w *walker) stateEffects(name string, args []arg, seg string) {
 		for _, o := range ops {
 			targets = append(targets, o.text)
 		}
-		for _, fv := range flagVals {
-			if fv[0] == "a" {
-				targets = append(targets, fv[1])
-			}
-		}
+		optionValue("a")
 	case "mapfile", "readarray":
 		if len(ops) == 0 {
 			targets = append(targets, "MAPFILE")
@@ -305,50 +337,32 @@ func (w *walker) stateEffects(name string, args []arg, seg string) {
 			targets = append(targets, ops[len(ops)-1].text)
 		}
 	case "printf":
-		for _, fv := range flagVals {
-			if fv[0] == "v" {
-				targets = append(targets, fv[1])
-			}
-		}
+		optionValue("v")
 	case "wait":
-		for _, fv := range flagVals {
-			if fv[0] == "p" {
-				targets = append(targets, fv[1])
-			}
-		}
+		optionValue("p")
 	case "getopts":
 		targets = append(targets, "OPTARG", "OPTIND")
 		if len(ops) > 1 {
 			targets = append(targets, ops[1].text)
 		}
-	case "unset":
-		funcsOnly, varsOnly := false, false
-		for _, fv := range flagVals {
-			funcsOnly = funcsOnly || fv[0] == "f"
-			varsOnly = varsOnly || fv[0] == "v"
-		}
-		for _, o := range ops {
-			if !varsOnly {
-				delete(w.st.funcs, o.text)
-			}
-			if !funcsOnly {
-				w.forget(o.text)
-			}
-		}
-		return
 	}
-	for _, t := range targets {
-		if t == dynamicMark || strings.Contains(t, dynamicMark) {
-			// printf -v "$name": any variable may change.
-			w.forgetVars()
-			continue
+	return targets
+}
+
+// unset forgets the functions (-f) or variables (-v), or both, it names.
+func (w *walker) unset(ops []arg, flagVals [][2]string) {
+	funcsOnly, varsOnly := false, false
+	for _, fv := range flagVals {
+		funcsOnly = funcsOnly || fv[0] == "f"
+		varsOnly = varsOnly || fv[0] == "v"
+	}
+	for _, o := range ops {
+		if !varsOnly {
+			delete(w.st.funcs, o.text)
 		}
-		base, _, _ := strings.Cut(t, "[")
-		if w.rules.hijacks(base) {
-			w.add(codeEnvHijack, seg)
+		if !funcsOnly {
+			w.forget(o.text)
 		}
-		w.forget(base)
-		w.markData(base)
 	}
 }
 
