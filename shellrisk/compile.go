@@ -129,25 +129,91 @@ func (rs *ruleSet) checkReason(code, field string) error {
 	return nil
 }
 
+// compileProgram checks a program's rule and builds what the walker reads, its
+// subcommands' too.
 func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error) {
-	if err := rs.checkReason(pr.Reason, field+".reason"); err != nil {
+	if err := rs.checkProgram(pr, field); err != nil {
 		return nil, err
 	}
+	p := newProgram(pr)
+	if err := rs.compileLists(p, pr, field); err != nil {
+		return nil, err
+	}
+	p.worstFlag = rs.worstFlag(p)
+	if len(pr.Subcommands) > 0 {
+		p.subs = map[string]*program{}
+		for name, sub := range pr.Subcommands {
+			sp, err := rs.compileProgram(sub, field+".subcommands."+name)
+			if err != nil {
+				return nil, err
+			}
+			p.subs[name] = sp
+		}
+	}
+	return p, nil
+}
+
+// checkProgram refuses a rule whose modes, kinds, reasons, globs or flags name nothing the
+// classifier knows, naming the field.
+func (rs *ruleSet) checkProgram(pr ProgramRule, field string) error {
+	if err := rs.checkReason(pr.Reason, field+".reason"); err != nil {
+		return err
+	}
 	if !pathModes[pr.Paths] {
-		return nil, fmt.Errorf("rules: %s.paths: unknown mode %q", field, pr.Paths)
+		return fmt.Errorf("rules: %s.paths: unknown mode %q", field, pr.Paths)
+	}
+	if !pathModes[pr.SkipPaths] {
+		return fmt.Errorf("rules: %s.skip_paths: unknown mode %q", field, pr.SkipPaths)
 	}
 	if !wrapperKinds[pr.Wrapper] {
-		return nil, fmt.Errorf("rules: %s.wrapper: unknown kind %q", field, pr.Wrapper)
+		return fmt.Errorf("rules: %s.wrapper: unknown kind %q", field, pr.Wrapper)
 	}
 	if pr.Skip < 0 {
-		return nil, fmt.Errorf("rules: %s.skip: must not be negative", field)
+		return fmt.Errorf("rules: %s.skip: must not be negative", field)
 	}
 	if pr.Language != "" && pr.Language != "shell" {
 		if _, ok := rs.languages[pr.Language]; !ok {
-			return nil, fmt.Errorf("rules: %s.language: unknown language %q", field, pr.Language)
+			return fmt.Errorf("rules: %s.language: unknown language %q", field, pr.Language)
 		}
 	}
-	p := &program{
+	if pr.Signals != "" && pr.Signals != signalsPids && pr.Signals != signalsNames {
+		return fmt.Errorf("rules: %s.signals: unknown kind %q", field, pr.Signals)
+	}
+	for flag, globs := range pr.SafeValues {
+		for _, g := range globs {
+			if _, err := path.Match(g, ""); err != nil {
+				return fmt.Errorf("rules: %s.safe_values[%q]: %w", field, flag, err)
+			}
+		}
+	}
+	if af := pr.ArchiveFile; af != nil {
+		for _, f := range af.Flags {
+			if !slices.Contains(pr.ValueFlags, f) {
+				return fmt.Errorf("rules: %s.archive_file.flags: %q is not one of value_flags", field, f)
+			}
+		}
+	}
+	for flag, code := range pr.Flags {
+		if err := rs.checkReason(code, fmt.Sprintf("%s.flags[%q]", field, flag)); err != nil {
+			return err
+		}
+	}
+	for _, modes := range []struct {
+		key string
+		m   map[string]string
+	}{{"value_paths", pr.ValuePaths}, {"path_flags", pr.PathFlags}, {"keyed", pr.Keyed}} {
+		for k, mode := range modes.m {
+			if !pathModes[mode] {
+				return fmt.Errorf("rules: %s.%s[%q]: unknown mode %q", field, modes.key, k, mode)
+			}
+		}
+	}
+	return nil
+}
+
+// newProgram copies a checked rule into the form the walker reads (lists become sets).
+func newProgram(pr ProgramRule) *program {
+	return &program{
 		reason:         pr.Reason,
 		flags:          pr.Flags,
 		valueFlags:     set(pr.ValueFlags),
@@ -197,40 +263,32 @@ func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error
 		optValues:      set(pr.OptionalValueFlags),
 		moduleFlags:    set(pr.ModuleFlags),
 	}
-	if !pathModes[pr.SkipPaths] {
-		return nil, fmt.Errorf("rules: %s.skip_paths: unknown mode %q", field, pr.SkipPaths)
-	}
+}
+
+// compileLists builds a program's ordered lists — flag sets, value reasons, operand globs —
+// and its archive flags, checking each entry's reason and glob.
+func (rs *ruleSet) compileLists(p *program, pr ProgramRule, field string) error {
 	for _, key := range slices.Sorted(maps.Keys(pr.FlagSets)) {
 		code := pr.FlagSets[key]
 		if err := rs.checkReason(code, fmt.Sprintf("%s.flag_sets[%q]", field, key)); err != nil {
-			return nil, err
+			return err
 		}
 		fs := flagSet{reason: code}
 		for _, part := range strings.Fields(key) {
 			fs.parts = append(fs.parts, set(strings.Split(part, "|")))
 		}
 		if len(fs.parts) < 2 {
-			return nil, fmt.Errorf("rules: %s.flag_sets[%q]: want two or more flags", field, key)
+			return fmt.Errorf("rules: %s.flag_sets[%q]: want two or more flags", field, key)
 		}
 		p.flagSets = append(p.flagSets, fs)
-	}
-	for flag, globs := range pr.SafeValues {
-		for _, g := range globs {
-			if _, err := path.Match(g, ""); err != nil {
-				return nil, fmt.Errorf("rules: %s.safe_values[%q]: %w", field, flag, err)
-			}
-		}
-	}
-	if pr.Signals != "" && pr.Signals != signalsPids && pr.Signals != signalsNames {
-		return nil, fmt.Errorf("rules: %s.signals: unknown kind %q", field, pr.Signals)
 	}
 	for key, code := range pr.ValueReasons {
 		flag, glob, ok := strings.Cut(key, " ")
 		if !ok {
-			return nil, fmt.Errorf("rules: %s.value_reasons[%q]: want \"FLAG GLOB\"", field, key)
+			return fmt.Errorf("rules: %s.value_reasons[%q]: want \"FLAG GLOB\"", field, key)
 		}
 		if err := rs.checkReason(code, fmt.Sprintf("%s.value_reasons[%q]", field, key)); err != nil {
-			return nil, err
+			return err
 		}
 		p.valueReasons = append(p.valueReasons, [3]string{flag, glob, code})
 	}
@@ -238,69 +296,41 @@ func (rs *ruleSet) compileProgram(pr ProgramRule, field string) (*program, error
 		return p.valueReasons[i][0]+p.valueReasons[i][1] < p.valueReasons[j][0]+p.valueReasons[j][1]
 	})
 	if af := pr.ArchiveFile; af != nil {
-		for _, f := range af.Flags {
-			if !slices.Contains(pr.ValueFlags, f) {
-				return nil, fmt.Errorf("rules: %s.archive_file.flags: %q is not one of value_flags", field, f)
-			}
-		}
 		p.archiveFlags, p.archiveWriters = set(af.Flags), set(af.WrittenBy)
-	}
-	for flag, mode := range pr.ValuePaths {
-		if !pathModes[mode] {
-			return nil, fmt.Errorf("rules: %s.value_paths[%q]: unknown mode %q", field, flag, mode)
-		}
-	}
-	for flag, code := range pr.Flags {
-		if err := rs.checkReason(code, fmt.Sprintf("%s.flags[%q]", field, flag)); err != nil {
-			return nil, err
-		}
-	}
-	for flag, mode := range pr.PathFlags {
-		if !pathModes[mode] {
-			return nil, fmt.Errorf("rules: %s.path_flags[%q]: unknown mode %q", field, flag, mode)
-		}
-	}
-	for key, mode := range pr.Keyed {
-		if !pathModes[mode] {
-			return nil, fmt.Errorf("rules: %s.keyed[%q]: unknown mode %q", field, key, mode)
-		}
 	}
 	for glob, code := range pr.Operands {
 		if _, err := path.Match(glob, ""); err != nil {
-			return nil, fmt.Errorf("rules: %s.operands[%q]: %w", field, glob, err)
+			return fmt.Errorf("rules: %s.operands[%q]: %w", field, glob, err)
 		}
 		if err := rs.checkReason(code, fmt.Sprintf("%s.operands[%q]", field, glob)); err != nil {
-			return nil, err
+			return err
 		}
 		p.operands = append(p.operands, [2]string{glob, code})
 	}
 	sort.Slice(p.operands, func(i, j int) bool { return p.operands[i][0] < p.operands[j][0] })
+	return nil
+}
+
+// worstFlag is the reason of the program's riskiest flag, which an argument that may turn
+// out to be an option ("$x", a glob) is judged as: dynamic_command where an option runs
+// code.
+func (rs *ruleSet) worstFlag(p *program) string {
 	if len(p.codeFlags) > 0 || len(p.execFlags) > 0 {
-		p.worstFlag = codeDynamicCommand
-	} else {
-		for _, flag := range slices.Sorted(maps.Keys(p.flags)) {
-			code := p.flags[flag]
-			if code == "no_preserve_root" {
-				// Harmless unless / is an operand too, which is judged on its own.
-				continue
-			}
-			// repo_program is given only where commands are unconfined: an option that
-			// always runs code is worse at the same risk.
-			r, worst := rs.reasons[code].risk, rs.reasons[p.worstFlag].risk
-			if r > RiskSafe && (p.worstFlag == "" || r > worst || r == worst && p.worstFlag == codeRepoProgram) {
-				p.worstFlag = code
-			}
+		return codeDynamicCommand
+	}
+	worst := ""
+	for _, flag := range slices.Sorted(maps.Keys(p.flags)) {
+		code := p.flags[flag]
+		if code == "no_preserve_root" {
+			// Harmless unless / is an operand too, which is judged on its own.
+			continue
+		}
+		// repo_program is given only where commands are unconfined: an option that
+		// always runs code is worse at the same risk.
+		r, w := rs.reasons[code].risk, rs.reasons[worst].risk
+		if r > RiskSafe && (worst == "" || r > w || r == w && worst == codeRepoProgram) {
+			worst = code
 		}
 	}
-	if len(pr.Subcommands) > 0 {
-		p.subs = map[string]*program{}
-		for name, sub := range pr.Subcommands {
-			sp, err := rs.compileProgram(sub, field+".subcommands."+name)
-			if err != nil {
-				return nil, err
-			}
-			p.subs[name] = sp
-		}
-	}
-	return p, nil
+	return worst
 }
