@@ -7,135 +7,161 @@ import (
 // sedScript judges a sed script: GNU sed runs shell commands (e, s///e), writes files
 // (w, W, s///w) and reads them (r, R), each of which a read-only sed call would hide.
 func (w *walker) sedScript(src, seg string) {
-	n := len(src)
-	i := 0
-	skipSpace := func() {
-		for i < n && (src[i] == ' ' || src[i] == '\t') {
-			i++
+	l := &sedLexer{src: src}
+	for l.i < len(src) {
+		for l.i < len(src) && strings.IndexByte(" \t\n;{}", src[l.i]) >= 0 {
+			l.i++
 		}
-	}
-	restOfLine := func() string {
-		start := i
-		for i < n && src[i] != '\n' {
-			i++
-		}
-		return strings.TrimSpace(src[start:i])
-	}
-	// delimited reads up to an unescaped delim.
-	delimited := func(delim byte) string {
-		start := i
-		for i < n && src[i] != delim {
-			if src[i] == '\\' {
-				i++
-			}
-			i++
-		}
-		end := min(i, n)
-		// Past the delimiter, but never past the end: an unterminated s/ leaves i at n.
-		i = min(i+1, n)
-		return src[start:end]
-	}
-	addr := func() {
-		switch {
-		case i < n && src[i] >= '0' && src[i] <= '9':
-			for i < n && (src[i] >= '0' && src[i] <= '9' || src[i] == '~') {
-				i++
-			}
-		case i < n && src[i] == '$':
-			i++
-		case i < n && src[i] == '/':
-			i++
-			delimited('/')
-			for i < n && (src[i] == 'I' || src[i] == 'M') {
-				i++
-			}
-		case i+1 < n && src[i] == '\\':
-			d := src[i+1]
-			i += 2
-			delimited(d)
-		case i < n && (src[i] == '+' || src[i] == '~'):
-			i++
-			for i < n && src[i] >= '0' && src[i] <= '9' {
-				i++
-			}
-		}
-	}
-	for i < n {
-		for i < n && strings.IndexByte(" \t\n;{}", src[i]) >= 0 {
-			i++
-		}
-		if i >= n {
+		if l.i >= len(src) {
 			break
 		}
-		if src[i] == '#' {
-			restOfLine()
+		if src[l.i] == '#' {
+			l.restOfLine()
 			continue
 		}
-		addr()
-		skipSpace()
-		if i < n && src[i] == ',' {
-			i++
-			skipSpace()
-			addr()
+		l.addr()
+		l.skipSpace()
+		if l.more() && src[l.i] == ',' {
+			l.i++
+			l.skipSpace()
+			l.addr()
 		}
-		skipSpace()
-		for i < n && src[i] == '!' {
-			i++
-			skipSpace()
+		l.skipSpace()
+		for l.more() && src[l.i] == '!' {
+			l.i++
+			l.skipSpace()
 		}
-		if i >= n {
+		if l.i >= len(src) {
 			break
 		}
-		c := src[i]
-		i++
-		switch c {
-		case 'e':
-			if code := restOfLine(); code != "" {
-				w.code(code, seg, stdin{}, false)
-			} else {
-				// e alone runs the pattern space: the input is the code.
-				w.add(codeDynamicCommand, seg)
+		c := src[l.i]
+		l.i++
+		if !w.sedCommand(l, c, seg) {
+			return
+		}
+	}
+}
+
+// sedCommand judges one sed command c, its arguments read from l; false when the script
+// ends inside it.
+func (w *walker) sedCommand(l *sedLexer, c byte, seg string) bool {
+	src := l.src
+	switch c {
+	case 'e':
+		if code := l.restOfLine(); code != "" {
+			w.code(code, seg, stdin{}, false)
+		} else {
+			// e alone runs the pattern space: the input is the code.
+			w.add(codeDynamicCommand, seg)
+		}
+	case 'w', 'W':
+		w.scriptPath(l.restOfLine(), pathsWrite, seg)
+	case 'r', 'R':
+		w.scriptPath(l.restOfLine(), pathsRead, seg)
+	case 'a', 'i', 'c':
+		for l.more() && src[l.i] != '\n' {
+			if src[l.i] == '\\' {
+				l.i++
 			}
-		case 'w', 'W':
-			w.scriptPath(restOfLine(), pathsWrite, seg)
-		case 'r', 'R':
-			w.scriptPath(restOfLine(), pathsRead, seg)
-		case 'a', 'i', 'c':
-			for i < n && src[i] != '\n' {
-				if src[i] == '\\' {
-					i++
+			l.i++
+		}
+	case ':', 'b', 't', 'T':
+		for l.more() && src[l.i] != ';' && src[l.i] != '\n' {
+			l.i++
+		}
+	case 's', 'y':
+		if !l.more() {
+			return false
+		}
+		d := src[l.i]
+		l.i++
+		l.delimited(d)
+		repl := l.delimited(d)
+		if c == 'y' {
+			return true
+		}
+		for l.more() && strings.IndexByte("gpiImMe0123456789w", src[l.i]) >= 0 {
+			f := src[l.i]
+			l.i++
+			switch f {
+			case 'e':
+				if strings.Contains(repl, "&") || strings.Contains(repl, `\`) {
+					w.add(codeDynamicCommand, seg)
+				} else {
+					w.code(repl, seg, stdin{}, false)
 				}
-				i++
+			case 'w':
+				w.scriptPath(l.restOfLine(), pathsWrite, seg)
 			}
-		case ':', 'b', 't', 'T':
-			for i < n && src[i] != ';' && src[i] != '\n' {
-				i++
-			}
-		case 's', 'y':
-			if i >= n {
-				return
-			}
-			d := src[i]
-			i++
-			delimited(d)
-			repl := delimited(d)
-			if c == 'y' {
-				continue
-			}
-			for i < n && strings.IndexByte("gpiImMe0123456789w", src[i]) >= 0 {
-				f := src[i]
-				i++
-				switch f {
-				case 'e':
-					if strings.Contains(repl, "&") || strings.Contains(repl, `\`) {
-						w.add(codeDynamicCommand, seg)
-					} else {
-						w.code(repl, seg, stdin{}, false)
-					}
-				case 'w':
-					w.scriptPath(restOfLine(), pathsWrite, seg)
-				}
-			}
+		}
+	}
+	return true
+}
+
+// sedLexer reads a sed script's addresses and arguments from src at i.
+type sedLexer struct {
+	src string
+	i   int
+}
+
+func (l *sedLexer) more() bool { return l.i < len(l.src) }
+
+func (l *sedLexer) skipSpace() {
+	for l.more() && (l.src[l.i] == ' ' || l.src[l.i] == '\t') {
+		l.i++
+	}
+}
+
+func (l *sedLexer) restOfLine() string {
+	start := l.i
+	for l.more() && l.src[l.i] != '\n' {
+		l.i++
+	}
+	return strings.TrimSpace(l.src[start:l.i])
+}
+
+// delimited reads up to an unescaped delim.
+func (l *sedLexer) delimited(delim byte) string {
+	n := len(l.src)
+	start := l.i
+	for l.i < n && l.src[l.i] != delim {
+		if l.src[l.i] == '\\' {
+			l.i++
+		}
+		l.i++
+	}
+	end := min(l.i, n)
+	// Past the delimiter, but never past the end: an unterminated s/ leaves i at n.
+	l.i = min(l.i+1, n)
+	return l.src[start:end]
+}
+
+// addr reads an address: a line number or step, $, /regex/ with its flags, \cregexc, or
+// a +N or ~N offset.
+func (l *sedLexer) addr() {
+	src, n := l.src, len(l.src)
+	digit := func() bool { return l.i < n && src[l.i] >= '0' && src[l.i] <= '9' }
+	switch {
+	case digit():
+		for l.i < n && (src[l.i] >= '0' && src[l.i] <= '9' || src[l.i] == '~') {
+			l.i++
+		}
+	case l.i < n && src[l.i] == '$':
+		l.i++
+	case l.i < n && src[l.i] == '/':
+		l.i++
+		l.delimited('/')
+		for l.i < n && (src[l.i] == 'I' || src[l.i] == 'M') {
+			l.i++
+		}
+	case l.i+1 < n && src[l.i] == '\\':
+		d := src[l.i+1]
+		l.i += 2
+		l.delimited(d)
+	case l.i < n && (src[l.i] == '+' || src[l.i] == '~'):
+		l.i++
+		for digit() {
+			l.i++
 		}
 	}
 }
