@@ -180,62 +180,10 @@ func (w *walker) resolve(word *syntax.Word) arg {
 			}
 			b.WriteString(unescapeLit(v))
 		case *syntax.SglQuoted:
-			a.quoted = true
-			if w.splitting && p.Value == "" {
-				// A quoted part makes a field even when it is empty: -N${IFS}''${IFS}-q.
-				b.WriteString(keepMark)
-			}
-			switch {
-			case (p.Dollar || busyboxDollar) && w.busybox:
-				busyboxDollar = false
-				d := decodeBusyboxANSIC(p.Value)
-				if strings.ContainsAny(d, splitMark+homeMark+keepMark) {
-					// $'\cC' is a byte this package uses as a mark: not read.
-					a.dynamic = true
-					d = dynamicMark
-				}
-				b.WriteString(d)
-			case p.Dollar && w.posix:
-				// dash: a $ followed by a quoted string.
-				b.WriteString("$" + p.Value)
-			case p.Dollar:
-				d, locale := decodeANSIC(p.Value)
-				if i := strings.IndexByte(d, 0); i >= 0 {
-					// A NUL ends the C string the program gets: $'rm\x00x' is rm.
-					d = d[:i]
-				}
-				if locale || strings.ContainsAny(d, splitMark+homeMark+keepMark) {
-					// $'\u00e9' is é in a UTF-8 locale and \u00E9 in the C locale; $'\cC' is
-					// a byte this package uses as a mark.
-					a.dynamic = true
-					d = dynamicMark
-				}
-				b.WriteString(d)
-			default:
-				b.WriteString(p.Value)
-			}
+			w.singleQuoted(p, busyboxDollar, &a, &b)
+			busyboxDollar = false
 		case *syntax.DblQuoted:
-			a.quoted = true
-			start := b.Len()
-			if p.Dollar && w.posix {
-				// dash: $"x" is a $ and "x".
-				b.WriteString("$")
-			}
-			for _, q := range p.Parts {
-				switch qp := q.(type) {
-				case *syntax.Lit:
-					b.WriteString(unescapeDouble(qp.Value))
-				case *syntax.ParamExp:
-					w.param(qp, &a, &b, true)
-				default:
-					a.dynamic = true
-					b.WriteString(dynamicMark)
-				}
-			}
-			if w.splitting && b.Len() == start {
-				// "" and "$empty" are an empty field of their own.
-				b.WriteString(keepMark)
-			}
+			w.doubleQuoted(p, &a, &b)
 		case *syntax.ParamExp:
 			w.param(p, &a, &b, false)
 		case *syntax.ProcSubst:
@@ -262,6 +210,71 @@ func (w *walker) resolve(word *syntax.Word) arg {
 		a.jobPID = false
 	}
 	return a
+}
+
+// singleQuoted writes a single-quoted part as the shell reads it: $'…' decoded as bash,
+// busybox or dash does (a string with a byte this package uses as a mark, or one the locale
+// decides, is not read).
+func (w *walker) singleQuoted(p *syntax.SglQuoted, busyboxDollar bool, a *arg, b *strings.Builder) {
+	a.quoted = true
+	if w.splitting && p.Value == "" {
+		// A quoted part makes a field even when it is empty: -N${IFS}''${IFS}-q.
+		b.WriteString(keepMark)
+	}
+	switch {
+	case (p.Dollar || busyboxDollar) && w.busybox:
+		d := decodeBusyboxANSIC(p.Value)
+		if strings.ContainsAny(d, splitMark+homeMark+keepMark) {
+			// $'\cC' is a byte this package uses as a mark: not read.
+			a.dynamic = true
+			d = dynamicMark
+		}
+		b.WriteString(d)
+	case p.Dollar && w.posix:
+		// dash: a $ followed by a quoted string.
+		b.WriteString("$" + p.Value)
+	case p.Dollar:
+		d, locale := decodeANSIC(p.Value)
+		if i := strings.IndexByte(d, 0); i >= 0 {
+			// A NUL ends the C string the program gets: $'rm\x00x' is rm.
+			d = d[:i]
+		}
+		if locale || strings.ContainsAny(d, splitMark+homeMark+keepMark) {
+			// $'\u00e9' is é in a UTF-8 locale and \u00E9 in the C locale; $'\cC' is
+			// a byte this package uses as a mark.
+			a.dynamic = true
+			d = dynamicMark
+		}
+		b.WriteString(d)
+	default:
+		b.WriteString(p.Value)
+	}
+}
+
+// doubleQuoted writes a double-quoted part: its literals unescaped, its known parameters
+// substituted, anything else unknown.
+func (w *walker) doubleQuoted(p *syntax.DblQuoted, a *arg, b *strings.Builder) {
+	a.quoted = true
+	start := b.Len()
+	if p.Dollar && w.posix {
+		// dash: $"x" is a $ and "x".
+		b.WriteString("$")
+	}
+	for _, q := range p.Parts {
+		switch qp := q.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescapeDouble(qp.Value))
+		case *syntax.ParamExp:
+			w.param(qp, a, b, true)
+		default:
+			a.dynamic = true
+			b.WriteString(dynamicMark)
+		}
+	}
+	if w.splitting && b.Len() == start {
+		// "" and "$empty" are an empty field of their own.
+		b.WriteString(keepMark)
+	}
 }
 
 // param substitutes a parameter expansion when its value is known. Unquoted, a known
