@@ -132,50 +132,11 @@ func (e *Env) execSession(ctx context.Context, l *link, req backend.Request, dir
 	if err := s.Start(shellLine(e.commandScript(nonce, dir, req, proxyEnv))); err != nil {
 		return backend.Result{}, &notStartedError{err: fmt.Errorf("ssh: start: %w", unavailable(l, err))}
 	}
-	waitCh := make(chan error, 1)
-	go func() { waitCh <- s.Wait() }()
-
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	var timedOut, cancelled, cut bool
-	var waitErr error
-	trailerCode := -1
-	exited := errF.exited
-	var drain <-chan time.Time
-wait:
-	for {
-		select {
-		case waitErr = <-waitCh:
-			break wait
-		case trailerCode = <-exited:
-			// The command has exited. The session ends as soon as nothing holds its output:
-			// at once, unless a child that left the command's group still does.
-			exited, drain = nil, time.After(pipeDrain)
-		case <-drain:
-			// Return with the command's own exit, as helper mode does, and end what holds
-			// the output: the command's group (should the trailer have been the command's
-			// own forgery) and the session.
-			cut = true
-			if pgid, ok := errF.pgid(nil); ok {
-				e.signal(l, pgid, "KILL")
-			}
-			_ = s.Close()
-			<-waitCh
-			break wait
-		case <-timer.C:
-			timedOut = true
-			waitErr = e.stop(l, s, errF, waitCh)
-			break wait
-		case <-ctx.Done():
-			cancelled = true
-			waitErr = e.stop(l, s, errF, waitCh)
-			break wait
-		}
-	}
+	end := e.await(ctx, l, s, errF, timeout)
 	outF.flush()
 	errF.flush()
 	res := backend.Captured(stdout, stderr)
-	res.Duration, res.TimedOut, res.Cancelled = time.Since(start), timedOut, cancelled
+	res.Duration, res.TimedOut, res.Cancelled = time.Since(start), end.timedOut, end.cancelled
 	// What the wrapper reported before the command: refused directory, or its group.
 	switch word, rest := errF.status(); word {
 	case "nodir":
@@ -183,31 +144,92 @@ wait:
 	case "outside":
 		return backend.Result{}, fmt.Errorf("%w: working directory %q resolves to %s", backend.ErrOutsideWorkspace, req.Dir, rest)
 	}
+	if err := e.exitStatus(l, end, &res); err != nil {
+		return res, err
+	}
+	e.log.Debug("exec finished", "mode", ModeSession, "exit_code", res.ExitCode,
+		"duration_ms", res.Duration.Milliseconds(), "timed_out", end.timedOut, "cancelled", end.cancelled)
+	return res, nil
+}
+
+// sessionEnd is how a command's session ended.
+type sessionEnd struct {
+	waitErr             error
+	trailerCode         int // the exit the wrapper reported, -1 before it did
+	timedOut, cancelled bool
+	// cut is true when the command exited but a process outside its group held its output,
+	// and the session was closed without waiting for it.
+	cut bool
+}
+
+// await waits for a started session to end: by itself, by the command's exit while a
+// setsid child holds its output (cut after pipeDrain), by the timeout or by cancellation
+// (both stopped through [Env.stop]).
+func (e *Env) await(ctx context.Context, l *link, s *gossh.Session, errF *markerWriter, timeout time.Duration) sessionEnd {
+	waitCh := make(chan error, 1)
+	go func() { waitCh <- s.Wait() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	end := sessionEnd{trailerCode: -1}
+	exited := errF.exited
+	var drain <-chan time.Time
+	for {
+		select {
+		case end.waitErr = <-waitCh:
+			return end
+		case end.trailerCode = <-exited:
+			// The command has exited. The session ends as soon as nothing holds its output:
+			// at once, unless a child that left the command's group still does.
+			exited, drain = nil, time.After(pipeDrain)
+		case <-drain:
+			// Return with the command's own exit, as helper mode does, and end what holds
+			// the output: the command's group (should the trailer have been the command's
+			// own forgery) and the session.
+			end.cut = true
+			if pgid, ok := errF.pgid(nil); ok {
+				e.signal(l, pgid, "KILL")
+			}
+			_ = s.Close()
+			<-waitCh
+			return end
+		case <-timer.C:
+			end.timedOut = true
+			end.waitErr = e.stop(l, s, errF, waitCh)
+			return end
+		case <-ctx.Done():
+			end.cancelled = true
+			end.waitErr = e.stop(l, s, errF, waitCh)
+			return end
+		}
+	}
+}
+
+// exitStatus sets res's exit code from how the session ended; an error when the
+// connection was lost while the command ran.
+func (e *Env) exitStatus(l *link, end sessionEnd, res *backend.Result) error {
 	var ee *gossh.ExitError
 	var missing *gossh.ExitMissingError
 	switch {
-	case cut:
-		res.ExitCode = trailerCode
+	case end.cut:
+		res.ExitCode = end.trailerCode
 		res.Notes = append(res.Notes, "the command exited while a process it started outside its process group (setsid) still held its output: returned without waiting for it; in session mode it may still be running")
-	case waitErr == nil:
+	case end.waitErr == nil:
 		res.ExitCode = 0
-	case errors.As(waitErr, &ee):
+	case errors.As(end.waitErr, &ee):
 		res.ExitCode = exitCode(ee)
 	case !l.confirmAlive():
-		return res, fmt.Errorf("ssh: %s: the connection was lost while the command ran; its output is incomplete and it may still be running: %w",
-			e.cfg.target(), unavailable(l, waitErr))
-	case errors.As(waitErr, &missing):
+		return fmt.Errorf("ssh: %s: the connection was lost while the command ran; its output is incomplete and it may still be running: %w",
+			e.cfg.target(), unavailable(l, end.waitErr))
+	case errors.As(end.waitErr, &missing):
 		res.ExitCode = -1
 	default:
 		// A copy error after a clean exit, e.g. stdin the command never read.
 		res.ExitCode = 0
 	}
-	if (timedOut || cancelled) && res.ExitCode == 0 {
+	if (end.timedOut || end.cancelled) && res.ExitCode == 0 {
 		res.ExitCode = -1
 	}
-	e.log.Debug("exec finished", "mode", ModeSession, "exit_code", res.ExitCode,
-		"duration_ms", res.Duration.Milliseconds(), "timed_out", timedOut, "cancelled", cancelled)
-	return res, nil
+	return nil
 }
 
 // stop ends a command that ran out of time or was cancelled: TERM to its process group, the
