@@ -88,37 +88,11 @@ func runSSHTrust(args []string, s backend.CommandIO) int {
 		fmt.Fprintln(s.Err, "airlock ssh trust:", err)
 		return 1
 	}
-	defaults := *sec.(*Config)
-	defaults.KnownHosts = abs(defaults.KnownHosts)
-	host := rest[0]
-	if _, h, ok := strings.Cut(host, "@"); ok {
-		host = h
-	}
-	p := *port
-	if h, ps, err := net.SplitHostPort(host); err == nil {
-		host = h
-		if p == 0 {
-			p, _ = strconv.Atoi(ps)
-		}
-	}
-	if p == 0 {
-		p = defaults.Port
-	}
-	if p <= 0 || p > 65535 {
-		fmt.Fprintf(s.Err, "airlock ssh trust: port %d is not a TCP port\n", p)
+	addr, file, err := trustTarget(*sec.(*Config), abs, rest[0], *port, *knownHosts)
+	if err != nil {
+		fmt.Fprintln(s.Err, "airlock ssh trust:", err)
 		return 2
 	}
-	file := defaults.KnownHosts
-	if *knownHosts != "" {
-		file = abs(*knownHosts)
-	}
-	if strings.HasPrefix(file, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			file = home + file[1:]
-		}
-	}
-	addr := net.JoinHostPort(host, strconv.Itoa(p))
-
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	key, err := ScanHostKey(ctx, addr, *timeout)
@@ -142,18 +116,8 @@ func runSSHTrust(args []string, s backend.CommandIO) int {
 		return 1
 	}
 
-	if !*yes {
-		f, ok := s.In.(*os.File)
-		if !ok || !term.IsTerminal(int(f.Fd())) {
-			fmt.Fprintln(s.Err, "airlock ssh trust: not a terminal: check the fingerprint above with the host's administrator, then run again with --yes")
-			return 1
-		}
-		fmt.Fprintf(s.Out, "Is this the key of %s? Add it to %s [y/N] ", addr, file)
-		line, _ := bufio.NewReader(f).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-			fmt.Fprintln(s.Err, "airlock ssh trust: not added")
-			return 1
-		}
+	if !*yes && !confirmKey(s, addr, file) {
+		return 1
 	}
 	if err := AddKnownHost(file, addr, key); err != nil {
 		fmt.Fprintln(s.Err, "airlock ssh trust:", err)
@@ -165,4 +129,53 @@ func runSSHTrust(args []string, s backend.CommandIO) int {
 	}
 	fmt.Fprintf(s.Out, "added %s %s for %s to %s\n", key.Type(), fp, addr, file)
 	return 0
+}
+
+// trustTarget is the address to scan (host and port from the argument, --port or the
+// config) and the known_hosts file to add to (--known-hosts or the config's, ~ expanded).
+func trustTarget(defaults Config, abs func(string) string, arg string, port int, knownHosts string) (addr, file string, err error) {
+	host := arg
+	if _, h, ok := strings.Cut(host, "@"); ok {
+		host = h
+	}
+	p := port
+	if h, ps, err := net.SplitHostPort(host); err == nil {
+		host = h
+		if p == 0 {
+			p, _ = strconv.Atoi(ps)
+		}
+	}
+	if p == 0 {
+		p = defaults.Port
+	}
+	if p <= 0 || p > 65535 {
+		return "", "", fmt.Errorf("port %d is not a TCP port", p)
+	}
+	file = abs(defaults.KnownHosts)
+	if knownHosts != "" {
+		file = abs(knownHosts)
+	}
+	if strings.HasPrefix(file, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			file = home + file[1:]
+		}
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p)), file, nil
+}
+
+// confirmKey asks the person at the terminal whether the offered key is addr's; false
+// (said why) when they do not say yes or there is no terminal to ask.
+func confirmKey(s backend.CommandIO, addr, file string) bool {
+	f, ok := s.In.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintln(s.Err, "airlock ssh trust: not a terminal: check the fingerprint above with the host's administrator, then run again with --yes")
+		return false
+	}
+	fmt.Fprintf(s.Out, "Is this the key of %s? Add it to %s [y/N] ", addr, file)
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		fmt.Fprintln(s.Err, "airlock ssh trust: not added")
+		return false
+	}
+	return true
 }
