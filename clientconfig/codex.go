@@ -125,53 +125,12 @@ func codexAgentsMD(path string) (Change, error) {
 	return Change{Path: path, Content: []byte(text + agentsBlock), Existed: existed}, nil
 }
 
+// editCodex rewrites a Codex config.toml for Airlock: the user's own lines kept, except
+// Airlock's server table, the top-level keys and the features Airlock sets, which are
+// written again — the top-level keys before the first table, the features in the user's
+// [features] table (or a new one), Airlock's server last.
 func editCodex(old string, t Target) string {
-	var kept []string
-	skip := false
-	featuresAt := -1
-	inFeatures := false
-	topLevel := true
-	firstTableAt := -1
-	topKeys := make([]string, len(codexTopLevel))
-	for i, kv := range codexTopLevel {
-		topKeys[i] = kv[0]
-	}
-	for _, line := range strings.SplitAfter(old, "\n") {
-		if line == "" {
-			continue
-		}
-		if topLevel && isKey(line, topKeys) {
-			continue // written again below, first in the file
-		}
-		if m := tableHeader.FindStringSubmatch(line); m != nil {
-			if topLevel {
-				firstTableAt = len(kept)
-			}
-			topLevel = false
-			name := strings.ReplaceAll(m[1], " ", "")
-			skip = name == "mcp_servers."+ServerName || strings.HasPrefix(name, "mcp_servers."+ServerName+".") ||
-				name == `mcp_servers."`+ServerName+`"`
-			inFeatures = name == "features"
-			if skip {
-				continue
-			}
-			kept = append(kept, line)
-			if inFeatures && featuresAt < 0 {
-				featuresAt = len(kept)
-			}
-			continue
-		}
-		if skip {
-			continue
-		}
-		if inFeatures && isKey(line, codexFeatures) {
-			continue
-		}
-		kept = append(kept, line)
-	}
-	if len(kept) > 0 && !strings.HasSuffix(kept[len(kept)-1], "\n") {
-		kept[len(kept)-1] += "\n"
-	}
+	kept, featuresAt, firstTableAt := keepCodexLines(old)
 	var feats strings.Builder
 	feats.WriteString("# Codex's own shell and image tools are off: commands and reads go through Airlock (airlock install codex).\n")
 	for _, f := range codexFeatures {
@@ -209,8 +168,60 @@ func editCodex(old string, t Target) string {
 		b.WriteString(feats.String())
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "# Airlock runs this agent's commands and file edits (airlock install codex).\n[mcp_servers.%s]\n", ServerName)
-	fmt.Fprintf(&b, "command = %s\n", strconv.Quote(t.Command))
+	writeCodexServer(&b, t)
+	return b.String()
+}
+
+// keepCodexLines returns the lines of a Codex config that stay, where the features Airlock
+// sets go (just after the [features] header, -1 without one) and where the first table
+// starts (-1 without one).
+func keepCodexLines(old string) (kept []string, featuresAt, firstTableAt int) {
+	featuresAt, firstTableAt = -1, -1
+	skip, inFeatures, topLevel := false, false, true
+	topKeys := make([]string, len(codexTopLevel))
+	for i, kv := range codexTopLevel {
+		topKeys[i] = kv[0]
+	}
+	for _, line := range strings.SplitAfter(old, "\n") {
+		if line == "" {
+			continue
+		}
+		if topLevel && isKey(line, topKeys) {
+			continue // written again, first in the file
+		}
+		if m := tableHeader.FindStringSubmatch(line); m != nil {
+			if topLevel {
+				firstTableAt = len(kept)
+			}
+			topLevel = false
+			name := strings.ReplaceAll(m[1], " ", "")
+			skip = name == "mcp_servers."+ServerName || strings.HasPrefix(name, "mcp_servers."+ServerName+".") ||
+				name == `mcp_servers."`+ServerName+`"`
+			inFeatures = name == "features"
+			if skip {
+				continue
+			}
+			kept = append(kept, line)
+			if inFeatures && featuresAt < 0 {
+				featuresAt = len(kept)
+			}
+			continue
+		}
+		if skip || inFeatures && isKey(line, codexFeatures) {
+			continue
+		}
+		kept = append(kept, line)
+	}
+	if len(kept) > 0 && !strings.HasSuffix(kept[len(kept)-1], "\n") {
+		kept[len(kept)-1] += "\n"
+	}
+	return kept, featuresAt, firstTableAt
+}
+
+// writeCodexServer writes Airlock's [mcp_servers.airlock] table.
+func writeCodexServer(b *strings.Builder, t Target) {
+	fmt.Fprintf(b, "# Airlock runs this agent's commands and file edits (airlock install codex).\n[mcp_servers.%s]\n", ServerName)
+	fmt.Fprintf(b, "command = %s\n", strconv.Quote(t.Command))
 	b.WriteString("args = [")
 	for i, a := range t.Args {
 		if i > 0 {
@@ -219,11 +230,10 @@ func editCodex(old string, t Target) string {
 		b.WriteString(strconv.Quote(a))
 	}
 	b.WriteString("]\n")
-	fmt.Fprintf(&b, "startup_timeout_sec = 30\ntool_timeout_sec = %d\nenabled = true\n", t.ToolTimeoutSec)
+	fmt.Fprintf(b, "startup_timeout_sec = 30\ntool_timeout_sec = %d\nenabled = true\n", t.ToolTimeoutSec)
 	// Airlock is the gate: Codex's own MCP approval has no person in exec mode and refuses
 	// every tool not marked read-only ("requires approval, but approval policy is never").
 	b.WriteString("default_tools_approval_mode = \"approve\"\n")
-	return b.String()
 }
 
 func isKey(line string, keys []string) bool {
