@@ -3,39 +3,23 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/airlock-dev/airlock/configs"
+	"github.com/airlock-dev/airlock/internal/buildtest"
 )
 
 // airlockBin is the binary under test, built by TestMain.
 var airlockBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "airlock-integration-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	airlockBin = filepath.Join(dir, "airlock")
 	// The default ledger and sessions live in the user's state directory: the tests' own.
-	if err := os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	build := exec.Command("go", "build", "-o", airlockBin, "github.com/airlock-dev/airlock/cmd/airlock")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build airlock: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	buildtest.Main(m, "integration", &airlockBin, func(dir string) error {
+		return os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	}, "CGO_ENABLED=0")
 }
 
 // run runs the airlock binary in dir with stdin and returns stdout, stderr and the exit code.

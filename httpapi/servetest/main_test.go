@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"github.com/airlock-dev/airlock/configs/configtest"
 	"io"
 	"net/http"
 	"os"
@@ -16,27 +14,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/configs/configtest"
+	"github.com/airlock-dev/airlock/internal/buildtest"
 )
 
 // airlockBin is the binary built once for the package's tests.
 var airlockBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "airlock-servetest-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	airlockBin = filepath.Join(dir, "airlock")
-	build := exec.Command("go", "build", "-o", airlockBin, "github.com/airlock-dev/airlock/cmd/airlock")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build airlock:", err)
-		os.Exit(2)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	buildtest.Main(m, "servetest", &airlockBin, nil)
 }
 
 // server is one `airlock serve` process.

@@ -3,14 +3,15 @@ package clienttest
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"github.com/airlock-dev/airlock/configs/configtest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/configs/configtest"
+	"github.com/airlock-dev/airlock/internal/buildtest"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -19,21 +20,7 @@ import (
 var airlockBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "airlock-clienttest-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	airlockBin = filepath.Join(dir, "airlock")
-	build := exec.Command("go", "build", "-o", airlockBin, "github.com/airlock-dev/airlock/cmd/airlock")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build airlock:", err)
-		os.Exit(2)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	buildtest.Main(m, "clienttest", &airlockBin, nil)
 }
 
 func npmDir() string {
