@@ -91,6 +91,7 @@ type Env struct {
 	agent         *agentConn
 	agentStarts   int
 	notes         []string // for Describe
+	runtimeNote   string   // for Describe: the OCI runtime containers run under
 	userNote      string   // for Describe: whom commands run as, where "auto" chose
 	pendingNotes  []string // for the next Result
 	agentDisabled string   // why the helper is not used, "" if it is or may be
@@ -129,6 +130,11 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	}
 	e.life, e.endLife = context.WithCancel(context.Background())
 	if err := e.ping(ctx); err != nil {
+		e.endLife()
+		_ = cli.Close()
+		return nil, err
+	}
+	if e.runtimeNote, err = e.runtimeInForce(ctx); err != nil {
 		e.endLife()
 		_ = cli.Close()
 		return nil, err
@@ -249,6 +255,9 @@ func (e *Env) Describe() backend.Description {
 		Notes: append([]string(nil), e.notes...),
 		// /tmp is a tmpfs of the container's own: no other project's files are in it.
 		Scratch: []string{"/tmp"},
+	}
+	if e.runtimeNote != "" {
+		d.Notes = append(d.Notes, e.runtimeNote)
 	}
 	if e.userNote != "" {
 		d.Notes = append(d.Notes, e.userNote)
