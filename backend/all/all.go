@@ -4,7 +4,8 @@
 package all
 
 import (
-	_ "github.com/airlock-dev/airlock/backend/docker" // registers "docker"
-	_ "github.com/airlock-dev/airlock/backend/local"  // registers "local"
-	_ "github.com/airlock-dev/airlock/backend/ssh"    // registers "ssh"
+	_ "github.com/airlock-dev/airlock/backend/docker"     // registers "docker"
+	_ "github.com/airlock-dev/airlock/backend/kubernetes" // registers "kubernetes"
+	_ "github.com/airlock-dev/airlock/backend/local"      // registers "local"
+	_ "github.com/airlock-dev/airlock/backend/ssh"        // registers "ssh"
 )

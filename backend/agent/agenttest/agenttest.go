@@ -66,9 +66,49 @@ func Dynamic(t testing.TB, p string) bool {
 	return false
 }
 
-// Remove deletes the binary DefaultBuild made; call it from TestMain after the tests.
+var static struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// StaticBuild returns airlock built with CGO_ENABLED=0, once per test process: the helper a
+// backend copies into an image that has no Go and perhaps no C library (a busybox pod). It
+// returns the binary AIRLOCK_TEST_AGENT_BINARY names instead, when set (for when the
+// working tree does not build).
+func StaticBuild(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("AIRLOCK_TEST_AGENT_BINARY"); p != "" {
+		return p
+	}
+	static.once.Do(func() {
+		dir, err := os.MkdirTemp("", "airlock-static-build-")
+		if err != nil {
+			static.err = err
+			return
+		}
+		p := filepath.Join(dir, "airlock")
+		cmd := exec.Command("go", "build", "-o", p, "github.com/airlock-dev/airlock/cmd/airlock")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		static.out, static.err = cmd.CombinedOutput()
+		static.path = p
+	})
+	if static.err != nil {
+		t.Fatalf("go build ./cmd/airlock (CGO_ENABLED=0): %v\n%s", static.err, static.out)
+	}
+	if Dynamic(t, static.path) {
+		t.Fatalf("%s is dynamically linked although built with CGO_ENABLED=0", static.path)
+	}
+	return static.path
+}
+
+// Remove deletes the binaries DefaultBuild and StaticBuild made; call it from TestMain after
+// the tests.
 func Remove() {
-	if build.path != "" {
-		_ = os.RemoveAll(filepath.Dir(build.path))
+	for _, p := range []string{build.path, static.path} {
+		if p != "" {
+			_ = os.RemoveAll(filepath.Dir(p))
+		}
 	}
 }

@@ -1,0 +1,161 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/agent"
+)
+
+// agentConn is one running helper: an exec in the pod whose stdin and stdout carry the agent
+// protocol.
+type agentConn struct {
+	client *agent.Client
+	stdin  *io.PipeWriter
+	stderr *backend.CappedBuffer // what the helper said on stderr, for diagnostics
+	done   chan struct{}         // closed when the exec stream ended
+	cancel context.CancelFunc    // ends the stream
+}
+
+func (a *agentConn) alive() bool {
+	select {
+	case <-a.client.Done():
+		return false
+	case <-a.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// close ends the helper's input (it kills what still runs and exits), waits a little for
+// the stream to end, then cuts it.
+func (a *agentConn) close(ctx context.Context) {
+	if a.client != nil {
+		_ = a.client.Close()
+	}
+	_ = a.stdin.Close()
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+	}
+	a.cancel()
+}
+
+// helperBinary finds the helper binary and inspects it.
+func helperBinary(configured string) (*agent.Binary, error) {
+	p, err := agent.Executable(configured)
+	if err != nil {
+		return nil, err
+	}
+	return agent.Inspect(p)
+}
+
+// installScript makes sure $2 is the helper file with SHA-256 $3 in directory $1 (the
+// pod's own emptyDir), installing it from stdin when it is not: to a new name, then renamed,
+// so a helper running from the old file is not disturbed. Without sha256sum in the image
+// the file is installed afresh every time. Exit 4: the installed file is not the binary.
+const installScript = `d=$1 t=$2 want=$3
+digest() { command -v sha256sum >/dev/null 2>&1 && s=$(sha256sum "$1" 2>/dev/null) && echo "${s%% *}"; }
+mkdir -p "$d" || exit 1
+if [ -f "$t" ] && [ ! -L "$t" ] && [ "$(digest "$t")" = "$want" ]; then cat >/dev/null; echo verified; exit 0; fi
+umask 022
+n="$t.new.$$"
+rm -rf "$n" && cat > "$n" && chmod 755 "$n" || exit 1
+rm -rf "$t" && mv -f "$n" "$t" || exit 1
+got=$(digest "$t")
+if [ -n "$got" ] && [ "$got" != "$want" ]; then echo "installed file has SHA-256 $got, want $want" >&2; exit 4; fi
+echo installed`
+
+// installHelper copies the helper's files into the pod over exec, unless they are there.
+func (e *Env) installHelper(ctx context.Context, pod string) (exe string, err error) {
+	b := e.helper
+	exe = path.Join(agentDir, "agent-"+b.Digest[:16])
+	libDir := exe + ".d"
+	for i, f := range b.Files {
+		dir, target := agentDir, exe
+		if i > 0 {
+			dir, target = libDir, path.Join(libDir, f.Name)
+		}
+		if err := e.installFile(ctx, pod, f.Path, f.SHA256, dir, target); err != nil {
+			return "", err
+		}
+	}
+	return exe, nil
+}
+
+func (e *Env) installFile(ctx context.Context, pod, bin, sha, dir, target string) error {
+	// The file goes over the stream only when it is not there already: a first exec asks.
+	res, err := e.rawExec(ctx, pod, []string{"/bin/sh", "-c", `[ -f "$1" ] && command -v sha256sum >/dev/null && s=$(sha256sum "$1") && [ "${s%% *}" = "$2" ]`, "check", target, sha}, nil)
+	if err != nil {
+		return fmt.Errorf("install helper: %w", err)
+	}
+	if res.ExitCode == 0 {
+		return nil
+	}
+	f, err := os.Open(bin)
+	if err != nil {
+		return fmt.Errorf("agent binary: %w", err)
+	}
+	defer f.Close()
+	res, err = e.rawExec(ctx, pod, []string{"/bin/sh", "-c", installScript, "install", dir, target, sha}, f)
+	if err != nil {
+		return fmt.Errorf("install helper: %w", err)
+	}
+	switch res.ExitCode {
+	case 0:
+		return nil
+	case 4:
+		return fmt.Errorf("install helper to %s: %s (did %s change since the session started?)", target, strings.TrimSpace(string(res.Stderr)), bin)
+	}
+	return fmt.Errorf("install helper to %s: exit %d: %s", target, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
+}
+
+// startAgent installs the helper if needed and starts it on one long-lived exec stream,
+// which lives until Close (not the call that started it).
+func (e *Env) startAgent(ctx context.Context, pod string) (*agentConn, error) {
+	if e.helper == nil {
+		return nil, errors.New(e.helperProblem)
+	}
+	res, err := e.rawExec(ctx, pod, []string{"uname", "-sm"}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.helper.CheckUname(string(res.Stdout)); err != nil {
+		return nil, err
+	}
+	exe, err := e.installHelper(ctx, pod)
+	if err != nil {
+		return nil, err
+	}
+	cmd := e.helper.Argv(exe, exe+".d", "agent")
+	sctx, cancel := context.WithCancel(e.life)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	a := &agentConn{stdin: inW, stderr: agent.NewStderr(), done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(a.done)
+		_, err := e.podExec(sctx, pod, cmd, execStreams{stdin: inR, stdout: outW, stderr: a.stderr})
+		if err == nil {
+			err = io.EOF
+		}
+		_ = outW.CloseWithError(err)
+		_ = inR.CloseWithError(err)
+	}()
+	l, err := agent.Launch(ctx, outR, inW, a.stderr, e.log.Named("agent"))
+	if err != nil {
+		a.close(ctx)
+		return nil, err
+	}
+	a.client = l.Client
+	e.log.Debug("helper started", "pod", pod, "path", exe)
+	return a, nil
+}

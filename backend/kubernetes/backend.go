@@ -1,0 +1,247 @@
+package kubernetes
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/agent"
+)
+
+var _ backend.Environment = (*Env)(nil)
+
+// Deadlines of API calls. Every call has one, so an API server that stops answering turns
+// into an error rather than a hang; waits for a pod have pod_start_timeout.
+const (
+	apiTimeout     = 30 * time.Second
+	cleanupTimeout = 30 * time.Second
+	// touchEvery is how often the pod's last-use annotation is brought up to date.
+	touchEvery = time.Minute
+)
+
+// ModeAgent is the one mode: commands go to the resident helper.
+const ModeAgent = "agent"
+
+var (
+	errUnavailable = backend.ErrUnavailable
+	readFile       = os.ReadFile
+)
+
+// Option adjusts construction.
+type Option func(*options) error
+
+type options struct{ logger hclog.Logger }
+
+// WithLogger sets the logger (default: none).
+func WithLogger(l hclog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return errors.New("kubernetes: nil logger")
+		}
+		o.logger = l
+		return nil
+	}
+}
+
+// Env is a pod that commands run in.
+type Env struct {
+	cfg     Config
+	cl      *cluster
+	log     hclog.Logger
+	session string // the runtime session's name, or an id of this Env's own
+	spec    corev1.PodSpec
+	fp      string
+	name    string
+	policy  backend.EnvPolicy
+	helper  *agent.Binary
+	// helperProblem says why there is no helper binary to install.
+	helperProblem string
+
+	recoverMu sync.Mutex
+	life      context.Context
+	endLife   context.CancelFunc
+
+	mu           sync.Mutex
+	closed       bool
+	podUID       types.UID
+	node         string
+	podEnv       []string // the container's environment: the base of every command's
+	agent        *agentConn
+	pendingNotes []string
+	netNote      string // how [network] is held, for Describe
+	rtNote       string // whether the runtime class exists, for Describe
+	lastTouch    time.Time
+}
+
+// New connects to the API server, finds or creates the session's pod and starts the helper
+// in it. Errors name what is wrong and how to fix it.
+func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := options{logger: hclog.NewNullLogger()}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	cl, err := connect(cfg)
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{cfg: cfg, cl: cl, log: o.logger.Named("kubernetes"), session: cfg.Session,
+		policy: backend.EnvPolicy{Passthrough: cfg.EnvPassthrough}}
+	if e.session == "" {
+		e.session = "e" + newID()
+	}
+	e.life, e.endLife = context.WithCancel(context.Background())
+	if b, err := helperBinary(cfg.AgentBinary); err != nil {
+		e.helperProblem = "resident helper unavailable: " + err.Error()
+	} else {
+		e.helper = b
+	}
+	spec, err := podSpec(cfg)
+	if err != nil {
+		e.endLife()
+		return nil, fmt.Errorf("kubernetes: %w", err)
+	}
+	e.spec = spec
+	digest := ""
+	if e.helper != nil {
+		digest = e.helper.Digest
+	}
+	e.fp = fingerprint(spec, cfg, e.session, digest)
+	e.name = podName(e.fp)
+	if _, err := e.prepare(ctx, ""); err != nil {
+		return nil, errors.Join(err, e.Close(ctx))
+	}
+	note := e.runtimeClassNote()
+	e.mu.Lock()
+	e.rtNote = note
+	e.mu.Unlock()
+	return e, nil
+}
+
+func newID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// PodName returns the name of the pod commands run in.
+func (e *Env) PodName() string { return e.name }
+
+// Namespace returns the namespace of the pod.
+func (e *Env) Namespace() string { return e.cl.namespace }
+
+// Describe reports the pod, what the cluster enforces and the isolation given.
+func (e *Env) Describe() backend.Description {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d := backend.Description{
+		Kind:      "kubernetes",
+		Mode:      ModeAgent,
+		Workspace: e.cfg.Workdir,
+		Target:    e.cl.namespace + "/" + e.name + " on " + e.node + " (" + e.cl.host + ")",
+		Capabilities: backend.Capabilities{
+			FilesystemIsolation: true,
+			NetworkIsolation:    e.cfg.Network == backend.NetworkNone,
+			ProcessTreeKill:     true,
+			ResidentHelper:      e.agent != nil,
+		},
+		Limits: backend.Limits{
+			DefaultTimeout: e.cfg.DefaultTimeout,
+			MaxOutputBytes: e.cfg.MaxOutputBytes,
+			MemoryBytes:    quantityValue(e.cfg.MemoryLimit),
+			NanoCPUs:       quantityMilli(e.cfg.CPULimit) * 1e6,
+		},
+		Scratch: []string{"/tmp"},
+	}
+	d.Notes = append(d.Notes, e.securityNote())
+	if e.netNote != "" {
+		d.Notes = append(d.Notes, e.netNote)
+	}
+	d.Notes = append(d.Notes, e.rtNote, "the resident helper runs as the commands' own user (uid "+fmt.Sprint(runAsID)+"), so a command can signal it and end the session's helper; the next call starts it again")
+	return d
+}
+
+// securityNote is the pod's effective security settings, as doctor shows them.
+func (e *Env) securityNote() string {
+	sa := "the namespace's default service account"
+	if e.cfg.ServiceAccount != "" {
+		sa = "service account " + e.cfg.ServiceAccount
+	}
+	return fmt.Sprintf("pod security: uid/gid %d (non-root), no privilege escalation, all capabilities dropped, seccomp RuntimeDefault, read-only root filesystem (writable emptyDirs: %s, /tmp), %s with its token not mounted, limits cpu %s memory %s",
+		runAsID, e.cfg.Workdir, sa, e.cfg.CPULimit, e.cfg.MemoryLimit)
+}
+
+// Close stops the helper and deletes the pod, unless it belongs to a named session, whose
+// later processes find it again (gc deletes it once its idle TTL passes). A repair in
+// flight is cancelled and waited for.
+func (e *Env) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	e.endLife()
+	e.recoverMu.Lock()
+	defer e.recoverMu.Unlock()
+	e.mu.Lock()
+	a, uid := e.agent, e.podUID
+	e.agent = nil
+	e.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if a != nil {
+		a.close(ctx)
+	}
+	if e.cfg.Session != "" {
+		return nil
+	}
+	return errors.Join(e.deletePod(ctx, uid, false), e.deleteNetworkPolicy(ctx))
+}
+
+func (e *Env) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
+// apiErr wraps an API error; an API server that does not answer is unavailable.
+func (e *Env) apiErr(op string, err error) error {
+	if isUnreachable(err) {
+		return fmt.Errorf("%w: kubernetes %s: API server %s does not answer: %w", backend.ErrUnavailable, op, e.cl.host, err)
+	}
+	return fmt.Errorf("kubernetes %s %s/%s: %w", op, e.cl.namespace, e.name, err)
+}
+
+// hostEnv is the part of the host's environment that may be forwarded: never PATH or HOME,
+// which describe the host, not the pod.
+func hostEnv() []string {
+	env := os.Environ()
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "PWD", "OLDPWD":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
