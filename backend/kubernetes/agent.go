@@ -132,10 +132,12 @@ func (e *Env) startAgent(ctx context.Context, pod string) (*agentConn, error) {
 	if err := e.helper.CheckUname(string(res.Stdout)); err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	exe, err := e.installHelper(ctx, pod)
 	if err != nil {
 		return nil, err
 	}
+	e.log.Debug("helper in place", "pod", pod, "duration_ms", time.Since(start).Milliseconds())
 	cmd := e.helper.Argv(exe, exe+".d", "agent")
 	sctx, cancel := context.WithCancel(e.life)
 	inR, inW := io.Pipe()

@@ -2,6 +2,8 @@ package kubernetes
 
 import (
 	"fmt"
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -71,4 +73,10 @@ func inClusterNamespace(fromConfig string) string {
 		return string(b)
 	}
 	return fromConfig
+}
+
+// client-go reports stream errors it cannot return (a stream closed under a copy) through
+// klog, on stderr; Airlock's errors say what matters, and its stderr is the user's.
+func init() {
+	klog.SetLogger(logr.Discard())
 }

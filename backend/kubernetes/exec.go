@@ -123,10 +123,12 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 		old.close(cctx)
 		cancel()
 	}
+	start := time.Now()
 	p, note, err := e.ensurePod(ctx)
 	if err != nil {
 		return nil, err
 	}
+	e.log.Debug("pod ready", "pod", e.name, "how", note, "duration_ms", time.Since(start).Milliseconds())
 	e.mu.Lock()
 	e.podUID, e.node = p.UID, p.Spec.NodeName
 	e.mu.Unlock()

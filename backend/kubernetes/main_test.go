@@ -3,6 +3,7 @@ package kubernetes_test
 import (
 	"context"
 	"fmt"
+	"github.com/hashicorp/go-hclog"
 	"os"
 	"strings"
 	"sync"
@@ -32,6 +33,9 @@ var cluster struct {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(runChild())
+	}
 	code := m.Run()
 	if cluster.ns != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -125,10 +129,12 @@ func newEnv(t testing.TB, cfg kubernetes.Config) *kubernetes.Env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	env, err := kubernetes.New(ctx, cfg)
+	start := time.Now()
+	env, err := kubernetes.New(ctx, cfg, kubernetes.WithLogger(hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: os.Stderr})))
 	if err != nil {
 		t.Fatalf("kubernetes.New: %v", err)
 	}
+	t.Logf("New took %s", time.Since(start))
 	t.Cleanup(func() { _ = env.Close(context.Background()) })
 	return env
 }

@@ -1,0 +1,100 @@
+package kubernetes_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/kubernetes"
+)
+
+// TestValidateNamesKeys: each refused value is named by its key, with the reason.
+func TestValidateNamesKeys(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, want string
+		edit       func(*kubernetes.Config)
+	}{
+		{"no image", "environment.kubernetes.image: required", func(c *kubernetes.Config) { c.Image = "" }},
+		{"pull policy", "environment.kubernetes.pull_policy", func(c *kubernetes.Config) { c.PullPolicy = "Sometimes" }},
+		{"workdir /tmp", "environment.kubernetes.workdir", func(c *kubernetes.Config) { c.Workdir = "/tmp" }},
+		{"relative workdir", "environment.kubernetes.workdir", func(c *kubernetes.Config) { c.Workdir = "ws" }},
+		{"bad quantity", "environment.kubernetes.memory_limit", func(c *kubernetes.Config) { c.MemoryLimit = "lots" }},
+		{"zero limit", "environment.kubernetes.cpu_limit: must be above 0", func(c *kubernetes.Config) { c.CPULimit = "0" }},
+		{"namespace", "environment.kubernetes.namespace", func(c *kubernetes.Config) { c.Namespace = "Not_A_Name" }},
+		{"toleration", "environment.kubernetes.tolerations[0].effect", func(c *kubernetes.Config) {
+			c.Tolerations = []kubernetes.Toleration{{Key: "k", Effect: "Sometimes"}}
+		}},
+		{"enforcement", "environment.kubernetes.network_policy_enforcement", func(c *kubernetes.Config) { c.NetworkPolicyEnforcement = "hope" }},
+		{"none without enforcement", `[network] mode "none" cannot hold`, func(c *kubernetes.Config) {
+			c.Network, c.NetworkPolicyEnforcement = backend.NetworkNone, kubernetes.EnforceOff
+		}},
+		{"allowlist", `[network] mode "allowlist"`, func(c *kubernetes.Config) { c.Network = backend.NetworkAllowlist }},
+		{"no deadline", "environment.kubernetes.pod_start_timeout", func(c *kubernetes.Config) { c.PodStartTimeout = -1 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := kubernetes.DefaultConfig()
+			c.Image = "busybox"
+			tc.edit(&c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	c := kubernetes.DefaultConfig()
+	c.Image = "busybox"
+	if err := c.Validate(); err != nil {
+		t.Errorf("defaults refused: %v", err)
+	}
+}
+
+// TestSchemaMatchesConfig: every TOML key of Config is in the schema and the other way round.
+func TestSchemaMatchesConfig(t *testing.T) {
+	t.Parallel()
+	r, ok := backend.Lookup("kubernetes")
+	if !ok {
+		t.Fatal("no kubernetes record")
+	}
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(r.Schema, &schema); err != nil {
+		t.Fatal(err)
+	}
+	var inSchema, inStruct []string
+	for k := range schema.Properties {
+		inSchema = append(inSchema, k)
+	}
+	ct := reflect.TypeOf(kubernetes.Config{})
+	for i := 0; i < ct.NumField(); i++ {
+		if tag := ct.Field(i).Tag.Get("toml"); tag != "" && tag != "-" {
+			inStruct = append(inStruct, tag)
+		}
+	}
+	sort.Strings(inSchema)
+	sort.Strings(inStruct)
+	if !reflect.DeepEqual(inSchema, inStruct) {
+		t.Errorf("schema keys %q\nstruct keys %q", inSchema, inStruct)
+	}
+}
+
+// TestRecordDerivesNetwork: [network] reaches the section through the record's Derive;
+// allowlist is refused rather than given as something weaker.
+func TestRecordDerivesNetwork(t *testing.T) {
+	t.Parallel()
+	r, _ := backend.Lookup("kubernetes")
+	for _, mode := range []backend.NetworkMode{backend.NetworkNone, backend.NetworkOpen} {
+		sec := r.NewConfig().(*kubernetes.Config)
+		if _, err := r.Derive(sec, backend.Policy{Network: backend.NetworkPolicy{Mode: mode}}); err != nil || sec.Network != mode {
+			t.Errorf("%s: network %q, err %v", mode, sec.Network, err)
+		}
+	}
+	sec := r.NewConfig().(*kubernetes.Config)
+	if _, err := r.Derive(sec, backend.Policy{Network: backend.NetworkPolicy{Mode: backend.NetworkAllowlist}}); err == nil {
+		t.Errorf("allowlist accepted")
+	}
+}
