@@ -75,38 +75,41 @@ got=$(digest "$t")
 if [ -n "$got" ] && [ "$got" != "$want" ]; then echo "installed file has SHA-256 $got, want $want" >&2; exit 4; fi
 echo installed`
 
-// installHelper copies the helper's files into the pod over exec, unless they are there.
-func (e *Env) installHelper(ctx context.Context, pod string) (exe string, err error) {
-	b := e.helper
+// helperPaths are where the helper's executable and, for a dynamically linked one, its
+// loader and libraries are installed: /.airlock/agent-DIGEST and /.airlock/agent-DIGEST.d.
+func helperPaths(b *agent.Binary) (exe, libDir string) {
 	exe = path.Join(agentDir, "agent-"+b.Digest[:16])
-	libDir := exe + ".d"
-	for i, f := range b.Files {
-		dir, target := agentDir, exe
-		if i > 0 {
-			dir, target = libDir, path.Join(libDir, f.Name)
-		}
-		if err := e.installFile(ctx, pod, f.Path, f.SHA256, dir, target); err != nil {
-			return "", err
-		}
+	return exe, exe + ".d"
+}
+
+// filePath is where the i-th file of the helper goes.
+func filePath(exe, libDir string, i int, name string) string {
+	if i == 0 {
+		return exe
 	}
-	return exe, nil
+	return path.Join(libDir, name)
+}
+
+// podEnv is the container's own environment from /proc/1/environ, without what kubelet
+// adds about the cluster's services.
+func podEnv(environ string) []string {
+	var out []string
+	for _, kv := range strings.Split(environ, "\x00") {
+		if kv == "" || strings.HasPrefix(kv, "KUBERNETES_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 func (e *Env) installFile(ctx context.Context, pod, bin, sha, dir, target string) error {
-	// The file goes over the stream only when it is not there already: a first exec asks.
-	res, err := e.rawExec(ctx, pod, []string{"/bin/sh", "-c", `[ -f "$1" ] && command -v sha256sum >/dev/null && s=$(sha256sum "$1") && [ "${s%% *}" = "$2" ]`, "check", target, sha}, nil)
-	if err != nil {
-		return fmt.Errorf("install helper: %w", err)
-	}
-	if res.ExitCode == 0 {
-		return nil
-	}
 	f, err := os.Open(bin)
 	if err != nil {
 		return fmt.Errorf("agent binary: %w", err)
 	}
 	defer f.Close()
-	res, err = e.rawExec(ctx, pod, []string{"/bin/sh", "-c", installScript, "install", dir, target, sha}, f)
+	res, err := e.rawExec(ctx, pod, []string{"/bin/sh", "-c", installScript, "install", dir, target, sha}, f)
 	if err != nil {
 		return fmt.Errorf("install helper: %w", err)
 	}
@@ -119,26 +122,54 @@ func (e *Env) installFile(ctx context.Context, pod, bin, sha, dir, target string
 	return fmt.Errorf("install helper to %s: exit %d: %s", target, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
 }
 
-// startAgent installs the helper if needed and starts it on one long-lived exec stream,
-// which lives until Close (not the call that started it).
-func (e *Env) startAgent(ctx context.Context, pod string) (*agentConn, error) {
+// surveyScript prints, in one exec, what starting the helper needs to know: `uname -sm`,
+// then for each (path, SHA-256) pair of its arguments "ok" when that file is in place,
+// else "no", then a separator and PID 1's environment (the image's: the base of every
+// command's).
+const surveyScript = `uname -sm
+while [ $# -ge 2 ]; do
+	if [ -f "$1" ] && [ ! -L "$1" ] && command -v sha256sum >/dev/null 2>&1 && s=$(sha256sum "$1" 2>/dev/null) && [ "${s%% *}" = "$2" ]; then echo ok; else echo no; fi
+	shift 2
+done
+echo --environ--
+cat /proc/1/environ`
+
+// startAgent installs the helper where it is missing and starts it on one long-lived exec
+// stream, which lives until Close (not the call that started it). It returns the
+// container's environment too.
+func (e *Env) startAgent(ctx context.Context, pod string) (*agentConn, []string, error) {
 	if e.helper == nil {
-		return nil, errors.New(e.helperProblem)
+		return nil, nil, errors.New(e.helperProblem)
 	}
-	res, err := e.rawExec(ctx, pod, []string{"uname", "-sm"}, nil)
+	exe, libDir := helperPaths(e.helper)
+	args := []string{"/bin/sh", "-c", surveyScript, "survey"}
+	for i, f := range e.helper.Files {
+		args = append(args, filePath(exe, libDir, i, f.Name), f.SHA256)
+	}
+	res, err := e.rawExec(ctx, pod, args, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := e.helper.CheckUname(string(res.Stdout)); err != nil {
-		return nil, err
+	head, environ, _ := strings.Cut(string(res.Stdout), "--environ--\n")
+	lines := strings.Split(strings.TrimSpace(head), "\n")
+	if len(lines) != 1+len(e.helper.Files) {
+		return nil, nil, fmt.Errorf("survey of the pod: unexpected answer %q (stderr %q)", res.Stdout, res.Stderr)
+	}
+	if err := e.helper.CheckUname(lines[0]); err != nil {
+		return nil, nil, err
 	}
 	start := time.Now()
-	exe, err := e.installHelper(ctx, pod)
-	if err != nil {
-		return nil, err
+	for i, f := range e.helper.Files {
+		if lines[1+i] == "ok" {
+			continue
+		}
+		target := filePath(exe, libDir, i, f.Name)
+		if err := e.installFile(ctx, pod, f.Path, f.SHA256, path.Dir(target), target); err != nil {
+			return nil, nil, err
+		}
 	}
 	e.log.Debug("helper in place", "pod", pod, "duration_ms", time.Since(start).Milliseconds())
-	cmd := e.helper.Argv(exe, exe+".d", "agent")
+	cmd := e.helper.Argv(exe, libDir, "agent")
 	sctx, cancel := context.WithCancel(e.life)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -155,9 +186,9 @@ func (e *Env) startAgent(ctx context.Context, pod string) (*agentConn, error) {
 	l, err := agent.Launch(ctx, outR, inW, a.stderr, e.log.Named("agent"))
 	if err != nil {
 		a.close(ctx)
-		return nil, err
+		return nil, nil, err
 	}
 	a.client = l.Client
 	e.log.Debug("helper started", "pod", pod, "path", exe)
-	return a, nil
+	return a, podEnv(environ), nil
 }

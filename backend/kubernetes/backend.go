@@ -127,6 +127,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	if _, err := e.prepare(ctx, ""); err != nil {
 		return nil, errors.Join(err, e.Close(ctx))
 	}
+	go e.watchPod()
 	note := e.runtimeClassNote()
 	e.mu.Lock()
 	e.rtNote = note

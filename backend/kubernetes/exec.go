@@ -142,11 +142,7 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	if err := e.checkNetwork(ctx, p.Name); err != nil {
 		return nil, errors.Join(err, e.deletePod(context.WithoutCancel(ctx), p.UID, false))
 	}
-	penv, err := e.readPodEnv(ctx, p.Name)
-	if err != nil {
-		return nil, err
-	}
-	a, err := e.startAgent(ctx, p.Name)
+	a, penv, err := e.startAgent(ctx, p.Name)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: pod %s/%s: %w", e.cl.namespace, e.name, err)
 	}
@@ -158,23 +154,6 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	}
 	e.agent, e.podEnv = a, penv
 	return notes, nil
-}
-
-// readPodEnv is the container's own environment (the image's, PID 1's), without what
-// kubelet adds about the cluster's services: the base every command's is merged onto.
-func (e *Env) readPodEnv(ctx context.Context, pod string) ([]string, error) {
-	res, err := e.rawExec(ctx, pod, []string{"cat", "/proc/1/environ"}, nil)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, kv := range strings.Split(string(res.Stdout), "\x00") {
-		if kv == "" || strings.HasPrefix(kv, "KUBERNETES_") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out, nil
 }
 
 // touch brings the pod's last-use annotation up to date, at most once a minute and in the

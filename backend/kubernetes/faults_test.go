@@ -38,9 +38,19 @@ func TestTimeoutLeavesNoProcess(t *testing.T) {
 	t.Errorf("processes left in the pod after the timeout:\n%s", left)
 }
 
-// TestPodDeletedFromOutside: a pod deleted behind Airlock's back is replaced on the next
-// call, whose result says so.
+// TestPodDeletedFromOutside: a pod deleted behind Airlock's back — gracefully, as kubectl
+// delete does, or forcibly, when the API object goes at once while its container still
+// runs — is replaced on the next call, whose result says so.
 func TestPodDeletedFromOutside(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		grace *int64
+	}{{"graceful", nil}, {"forced", ptr.To[int64](0)}} {
+		t.Run(tc.name, func(t *testing.T) { testPodDeleted(t, tc.grace) })
+	}
+}
+
+func testPodDeleted(t *testing.T, grace *int64) {
 	cs, ns := client(t)
 	env := newEnv(t, testConfig(t))
 	sh(t, env, "echo before > /workspace/f")
@@ -50,7 +60,7 @@ func TestPodDeletedFromOutside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cs.CoreV1().Pods(ns).Delete(ctx, env.PodName(), metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+	if err := cs.CoreV1().Pods(ns).Delete(ctx, env.PodName(), metav1.DeleteOptions{GracePeriodSeconds: grace}); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -64,7 +74,7 @@ func TestPodDeletedFromOutside(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	res := mustExec(t, env, backend.Request{Command: "echo after; cat /workspace/f 2>/dev/null || echo gone"})
-	if res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "after") {
+	if res.ExitCode != 0 || string(res.Stdout) != "after\ngone\n" {
 		t.Fatalf("next call: %+v", res)
 	}
 	if !strings.Contains(strings.Join(res.Notes, "\n"), "environment recreated") {
@@ -73,6 +83,37 @@ func TestPodDeletedFromOutside(t *testing.T) {
 	p, err := cs.CoreV1().Pods(ns).Get(ctx, env.PodName(), metav1.GetOptions{})
 	if err != nil || p.UID == old.UID {
 		t.Errorf("no new pod: %v", err)
+	}
+}
+
+// TestHelperTampering: a command overwrites the helper's binary and kills every process of
+// its uid (the helper runs as the commands' user: the pod has no root). The next call runs
+// on a helper started again from a binary whose digest was checked, and says so.
+func TestHelperTampering(t *testing.T) {
+	env := newEnv(t, testConfig(t))
+	before := sh(t, env, "sha256sum /.airlock/agent-* | cut -d' ' -f1")
+	// The attack ends its own helper: its call fails, saying so.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	res, err := env.Exec(ctx, backend.Request{Command: "for f in /.airlock/agent-*; do cp /bin/busybox $f.new && mv -f $f.new $f; done; kill -9 -1"})
+	cancel()
+	t.Logf("attack: %+v, err %v", res, err)
+	for i := 0; i < 3; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		res, err = env.Exec(ctx, backend.Request{Command: "sha256sum /.airlock/agent-* | cut -d' ' -f1"})
+		cancel()
+		if err == nil {
+			break
+		}
+		t.Logf("call %d after the attack: %v", i, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := strings.TrimSpace(string(res.Stdout)); after != before {
+		t.Errorf("the helper runs from a binary with digest %s, want %s", after, before)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "restarted the resident helper") {
+		t.Errorf("the result does not say the helper was restarted: %q", res.Notes)
 	}
 }
 

@@ -23,12 +23,19 @@ import (
 // waits to be killed: an airlock process that dies without closing anything.
 const childEnv = "AIRLOCK_K8S_TEST_CHILD"
 
+// childConfig is what the child is told of the test's configuration.
+type childConfig struct{ Kubeconfig, Namespace, Image, AgentBinary string }
+
 func runChild() int {
-	var cfg kubernetes.Config
-	if err := json.Unmarshal([]byte(os.Getenv(childEnv)), &cfg); err != nil {
+	var c childConfig
+	if err := json.Unmarshal([]byte(os.Getenv(childEnv)), &c); err != nil {
 		fmt.Println("error:", err)
 		return 1
 	}
+	cfg := kubernetes.DefaultConfig()
+	cfg.Kubeconfig, cfg.Namespace, cfg.Image, cfg.AgentBinary = c.Kubeconfig, c.Namespace, c.Image, c.AgentBinary
+	cfg.PullPolicy, cfg.Network = "Never", backend.NetworkOpen
+	cfg.CPURequest, cfg.MemoryRequest, cfg.MemoryLimit = "10m", "16Mi", "256Mi"
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	env, err := kubernetes.New(ctx, cfg)
@@ -51,7 +58,7 @@ func TestGCRemovesOrphans(t *testing.T) {
 	cfg := testConfig(t)
 	live := newEnv(t, cfg)
 
-	b, _ := json.Marshal(cfg)
+	b, _ := json.Marshal(childConfig{cfg.Kubeconfig, cfg.Namespace, cfg.Image, cfg.AgentBinary})
 	child := exec.Command(os.Args[0], "-test.run=^$")
 	child.Env = append(os.Environ(), childEnv+"="+string(b))
 	out, err := child.StdoutPipe()

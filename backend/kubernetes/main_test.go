@@ -130,7 +130,7 @@ func newEnv(t testing.TB, cfg kubernetes.Config) *kubernetes.Env {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	env, err := kubernetes.New(ctx, cfg, kubernetes.WithLogger(hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: os.Stderr})))
+	env, err := kubernetes.New(ctx, cfg, kubernetes.WithLogger(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: os.Stderr})))
 	if err != nil {
 		t.Fatalf("kubernetes.New: %v", err)
 	}

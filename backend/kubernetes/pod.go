@@ -67,7 +67,9 @@ func podSpec(c Config) (corev1.PodSpec, error) {
 		NodeSelector:                  c.NodeSelector,
 		TerminationGracePeriodSeconds: ptr.To[int64](killGraceSeconds),
 		SecurityContext: &corev1.PodSecurityContext{
-			RunAsUser: ptr.To[int64](runAsID), RunAsGroup: ptr.To[int64](runAsID), FSGroup: ptr.To[int64](runAsID),
+			// No fsGroup: kubelet would make the emptyDirs setgid, and every directory a command
+			// makes would inherit it (2755, where every backend gives 755); they are 0777.
+			RunAsUser: ptr.To[int64](runAsID), RunAsGroup: ptr.To[int64](runAsID),
 			RunAsNonRoot:   ptr.To(true),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
