@@ -40,6 +40,10 @@ type Record struct {
 	// PerSession is true when each session gets an environment of its own (a container
 	// per session); otherwise one environment serves every session.
 	PerSession bool
+	// WarmPool is true when the backend can keep ready sandboxes for new sessions (see
+	// pool.go): its sections implement [Pooled] and an environment opened with
+	// [Settings.PoolMember] implements [Claimer]. Only a PerSession backend can.
+	WarmPool bool
 	// Modes are the ways the backend can start commands (for bench --mode), the fast one
 	// first; SetMode applies one to a section. Nil for a backend with one way.
 	Modes   []string
@@ -70,6 +74,9 @@ type Settings struct {
 	// plus any a test adds; a backend ignores what it does not know.
 	Options []any
 	Logger  hclog.Logger
+	// PoolMember asks for a warm-pool sandbox (see [Claimer]) rather than a session's; only
+	// set for records with WarmPool.
+	PoolMember bool
 }
 
 // Resolver is implemented by sections with host paths in them: Resolve makes them
@@ -146,6 +153,9 @@ var (
 func Register(r Record) {
 	if r.Kind == "" || r.NewConfig == nil || r.Open == nil || len(r.Schema) == 0 {
 		panic(fmt.Sprintf("backend: incomplete record %q", r.Kind))
+	}
+	if _, ok := r.NewConfig().(Pooled); r.WarmPool && (!ok || !r.PerSession) {
+		panic(fmt.Sprintf("backend: record %q declares WarmPool without per-session environments and a Pooled section", r.Kind))
 	}
 	recordsMu.Lock()
 	defer recordsMu.Unlock()

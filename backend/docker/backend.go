@@ -84,6 +84,7 @@ type Env struct {
 
 	mu            sync.Mutex
 	closed        bool
+	claimLost     bool // a warm-pool claim found the container another claimer's (see Claim)
 	containerID   string
 	containerEnv  []string // the container's environment, image's and ours: the base of every command's
 	touchFile     string   // last-use mark inside the container, "" when the rootfs is read-only
@@ -277,7 +278,8 @@ func (e *Env) Describe() backend.Description {
 func shortID(id string) string { return id[:min(len(id), 12)] }
 
 // Close stops the helper and, unless the container is reused, removes the container. A
-// reused container stays until its idle TTL passes and `airlock gc` removes it. A repair in
+// reused container stays until its idle TTL passes and `airlock gc` removes it, and so does
+// a warm-pool container another claimer took (see [Env.Claim]). A repair in
 // flight is cancelled and waited for, so that a container it was creating is removed too.
 func (e *Env) Close(ctx context.Context) error {
 	e.mu.Lock()
@@ -292,7 +294,7 @@ func (e *Env) Close(ctx context.Context) error {
 	defer e.recoverMu.Unlock()
 
 	e.mu.Lock()
-	a, id := e.agent, e.containerID
+	a, id, lost := e.agent, e.containerID, e.claimLost
 	e.agent = nil
 	e.mu.Unlock()
 
@@ -302,7 +304,7 @@ func (e *Env) Close(ctx context.Context) error {
 	if a != nil {
 		a.close(ctx)
 	}
-	if !e.cfg.ReuseContainer {
+	if !e.cfg.ReuseContainer && !lost {
 		if id != "" {
 			if err := e.remove(ctx, id); err != nil {
 				errs = append(errs, err)

@@ -31,6 +31,10 @@ type Config struct {
 	Volumes []Volume `toml:"volumes"`
 	// ReuseContainer keeps one container per configuration fingerprint across sessions.
 	ReuseContainer bool `toml:"reuse_container"`
+	// WarmPool is how many started containers, helper running, to keep ready for new
+	// ephemeral sessions (0..64, default 0: none). It needs ReuseContainer false: a reused
+	// container is already shared by every ephemeral session. See docs/docker.md.
+	WarmPool int `toml:"warm_pool"`
 	// ContainerNamePrefix starts every container's name.
 	ContainerNamePrefix string `toml:"container_name_prefix"`
 	// Network is the network mode: "none" (default), "bridge" or a user-defined network.
@@ -79,6 +83,9 @@ type Config struct {
 	// every session of its configuration. It is part of the fingerprint, so that each named
 	// session has a container of its own, found again by a later process of that session.
 	Session string `toml:"-"`
+	// PoolMember makes the container a warm-pool member: named prefix + "pool-" + its ID
+	// until a session claims it (see [Env.Claim]).
+	PoolMember bool `toml:"-"`
 
 	// DefaultTimeout applies when a request sets none.
 	DefaultTimeout time.Duration `toml:"-"`
@@ -310,6 +317,12 @@ func (c Config) Validate() error {
 	}
 	if c.IdleTTL < 0 {
 		bad("idle_ttl", "must not be negative")
+	}
+	switch {
+	case c.WarmPool < 0 || c.WarmPool > backend.MaxWarmPool:
+		bad("warm_pool", "want 0 to %d ready containers, got %d", backend.MaxWarmPool, c.WarmPool)
+	case c.WarmPool > 0 && c.ReuseContainer:
+		bad("warm_pool", "%d needs %sreuse_container = false: with a reused container every session without a name already shares one container, and a pool keeps containers of their own for sessions to take", c.WarmPool, key)
 	}
 	for name := range c.Env {
 		switch {

@@ -64,13 +64,20 @@ func (e *Env) inspectImage(ctx context.Context) (image.InspectResponse, error) {
 }
 
 // containerName is prefix + fingerprint for a reused container (so that the same
-// configuration finds the same container), prefix + session otherwise.
+// configuration finds the same container), prefix + "pool-" + ID for a warm-pool member not
+// yet claimed, prefix + "s" + ID otherwise (and once claimed; see [Env.Claim]).
 func (e *Env) containerName() string {
-	if e.cfg.ReuseContainer {
+	switch {
+	case e.cfg.ReuseContainer:
 		return e.cfg.ContainerNamePrefix + e.fp[:16]
+	case e.cfg.PoolMember:
+		return e.poolName()
 	}
-	return e.cfg.ContainerNamePrefix + "s" + e.session
+	return e.sessionName()
 }
+
+func (e *Env) sessionName() string { return e.cfg.ContainerNamePrefix + "s" + e.session }
+func (e *Env) poolName() string    { return e.cfg.ContainerNamePrefix + "pool-" + e.session }
 
 func (e *Env) labels() map[string]string {
 	host, _ := os.Hostname()

@@ -21,6 +21,7 @@ func init() {
 		Derive:     derive,
 		Open:       open,
 		PerSession: true,
+		WarmPool:   true,
 		Modes:      []string{ModeAgent, ModeExec},
 		SetMode: func(section any, mode string) error {
 			c := section.(*Config)
@@ -77,6 +78,7 @@ func open(ctx context.Context, s backend.Settings) (backend.Environment, error) 
 	c.EnvPassthrough = s.EnvPassthrough
 	c.KillGrace = s.KillGrace
 	c.Session = s.Session
+	c.PoolMember = s.PoolMember
 	var opts []Option
 	if s.Logger != nil {
 		opts = append(opts, WithLogger(s.Logger))
@@ -107,6 +109,17 @@ func (c *Config) Mounts() []backend.Mount {
 	return m
 }
 
+// PoolSize is environment.docker.warm_pool.
+func (c *Config) PoolSize() int { return c.WarmPool }
+
+// SetPoolSize sets warm_pool and, for n > 0, a container per session, which a pool needs.
+func (c *Config) SetPoolSize(n int) {
+	c.WarmPool = n
+	if n > 0 {
+		c.ReuseContainer = false
+	}
+}
+
 // NetworkSetting is environment.docker.network.
 func (c *Config) NetworkSetting() string { return c.Network }
 
@@ -114,4 +127,5 @@ var (
 	_ backend.Resolver  = (*Config)(nil)
 	_ backend.Mounter   = (*Config)(nil)
 	_ backend.Networked = (*Config)(nil)
+	_ backend.Pooled    = (*Config)(nil)
 )
