@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	_ "github.com/airlock-dev/airlock/backend/all" // every backend of the build registers its record
 	"github.com/airlock-dev/airlock/configs"
+	"github.com/airlock-dev/airlock/envpool"
 	"github.com/airlock-dev/airlock/metrics"
 )
 
@@ -42,6 +44,11 @@ func copySection(r backend.Record, sec any) any {
 // constructor with the section, the common [environment] settings and what its record derives
 // from the runtime's policy (see policy.go).
 func open(ctx context.Context, cfg *configs.Config, session string, log hclog.Logger, m *metrics.Metrics) (backend.Environment, error) {
+	return openAs(ctx, cfg, session, false, log, m)
+}
+
+// openAs is open, for a warm-pool member when member is true.
+func openAs(ctx context.Context, cfg *configs.Config, session string, member bool, log hclog.Logger, m *metrics.Metrics) (backend.Environment, error) {
 	r, sec, err := section(cfg)
 	if err != nil {
 		return nil, err
@@ -63,6 +70,7 @@ func open(ctx context.Context, cfg *configs.Config, session string, log hclog.Lo
 		Session:        session,
 		Options:        extra,
 		Logger:         log,
+		PoolMember:     member,
 	})
 }
 
@@ -84,6 +92,9 @@ type environments struct {
 	rec    backend.Record
 	sec    any // resolved section, for mounts
 	shared backend.Environment
+	// pool keeps ready environments for sessions without a name, when the backend's
+	// section asks for a warm pool (see package envpool); nil otherwise.
+	pool *envpool.Pool
 	// metrics counts what the environments' egress proxies decide (nil: not counted).
 	metrics *metrics.Metrics
 }
@@ -99,15 +110,38 @@ func openEnvironments(ctx context.Context, cfg *configs.Config, log hclog.Logger
 			return nil, err
 		}
 	}
+	if p, ok := sec.(backend.Pooled); ok && r.WarmPool && p.PoolSize() > 0 {
+		v.pool = envpool.New(p.PoolSize(), v.makeMember, log)
+	}
 	return v, nil
+}
+
+// makeMember opens one warm-pool member: what a session without a name would get.
+func (v *environments) makeMember(ctx context.Context) (backend.Claimer, error) {
+	env, err := openAs(ctx, v.cfg, "", true, v.log, v.metrics)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := env.(backend.Claimer)
+	if !ok {
+		return nil, errors.Join(fmt.Errorf("environment.type %q: a pool member cannot be claimed", v.rec.Kind), env.Close(ctx))
+	}
+	return c, nil
 }
 
 // forSession returns the environment of a session, and whether the session owns it (and so
 // closes it). key is the session's ID for a named session, "" for an ephemeral one: a named
 // session finds its own environment again in a later process where the backend keeps one.
-func (v *environments) forSession(ctx context.Context, key string) (backend.Environment, bool, error) {
+// An ephemeral session takes a warm-pool member when one is ready (id, the session's ID, is
+// what the claim records); a named one, whose environment is its own by name, never does.
+func (v *environments) forSession(ctx context.Context, key, id string) (backend.Environment, bool, error) {
 	if v.shared != nil {
 		return v.shared, false, nil
+	}
+	if v.pool != nil && key == "" {
+		if env, ok := v.pool.Take(ctx, id); ok {
+			return env, true, nil
+		}
 	}
 	env, err := open(ctx, v.cfg, key, v.log, v.metrics)
 	return env, err == nil, err
@@ -126,8 +160,29 @@ func (v *environments) hostMounts() (mounts []backend.Mount, onHost bool) {
 }
 
 func (v *environments) close(ctx context.Context) error {
-	if v.shared == nil {
+	var errs []error
+	if v.pool != nil {
+		errs = append(errs, v.pool.Close(ctx))
+	}
+	if v.shared != nil {
+		errs = append(errs, v.shared.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// WaitWarmPool waits until the warm pool holds its full size of ready environments (for
+// `airlock bench --session-start` and tests); at once when there is no pool.
+func (e *Engine) WaitWarmPool(ctx context.Context) error {
+	if e.envs.pool == nil {
 		return nil
 	}
-	return v.shared.Close(ctx)
+	return e.envs.pool.WaitReady(ctx, e.envs.pool.Size())
+}
+
+// WarmPoolStats says what the warm pool did; ok is false when there is none.
+func (e *Engine) WarmPoolStats() (s envpool.Stats, ok bool) {
+	if e.envs.pool == nil {
+		return s, false
+	}
+	return e.envs.pool.Stats(), true
 }

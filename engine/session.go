@@ -68,7 +68,7 @@ func (e *Engine) openSession(ctx context.Context, id string, named bool, so sess
 	if named {
 		key = id
 	}
-	env, own, err := e.envs.forSession(ctx, key)
+	env, own, err := e.envs.forSession(ctx, key, id)
 	if err != nil {
 		_ = store.Close()
 		return nil, fmt.Errorf("environment: %w", err)

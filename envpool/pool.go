@@ -206,6 +206,9 @@ func (p *Pool) Ready() int {
 	return len(p.idle)
 }
 
+// Size is how many members the pool keeps.
+func (p *Pool) Size() int { return p.size }
+
 // Stats returns what the pool did so far.
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
