@@ -24,6 +24,9 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"zero timeout", "[environment]\ntimeout = 0", []string{"environment.timeout: must be greater than 0"}},
 		{"secret passthrough", "[environment]\nenv_passthrough = [\"GITHUB_TOKEN\"]", []string{"environment.env_passthrough", "looks like a secret"}},
 		{"not toml", "[environment", []string{"not valid TOML"}},
+		{"warm pool too big", "[environment]\ntype = \"docker\"\n[environment.docker]\nimage = \"i\"\nreuse_container = false\nwarm_pool = 65", []string{"environment.docker.warm_pool"}},
+		{"warm pool with a reused container", "[environment]\ntype = \"docker\"\n[environment.docker]\nimage = \"i\"\nwarm_pool = 2",
+			[]string{"environment.docker.warm_pool = 2 needs environment.docker.reuse_container = false"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

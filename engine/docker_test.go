@@ -2,8 +2,14 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 
 	"github.com/airlock-dev/airlock/backend/docker/dockertest"
 	"github.com/airlock-dev/airlock/configs"
@@ -52,5 +58,85 @@ func TestDockerContainerPerSession(t *testing.T) {
 	}
 	if got := hostname(openSession(t, e2, "")); got == ha || got == hb {
 		t.Errorf("an ephemeral session got a named session's container %s", got)
+	}
+}
+
+// With warm_pool, sessions without a name take ready containers: a burst of 20 against a
+// pool of 3 gets 3 warm and 17 cold, each session a container of its own; the pool refills,
+// a named session never takes from it, and closing the engine leaves no container.
+func TestDockerWarmPool(t *testing.T) {
+	dir := t.TempDir()
+	toml, prefix := dockertest.Config(t, "warmpool", 30, "", "reuse_container = false\nwarm_pool = 3\n")
+	cfg, err := configs.Parse([]byte(toml+"[ledger]\npath = \"receipts.jsonl\"\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e, err := engine.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	if err := e.WaitWarmPool(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const burst = 20
+	hosts := make([]string, burst)
+	errs := make([]error, burst)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range burst {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			s, err := e.Session(ctx, "")
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			r := s.Run(ctx, call("terminal", map[string]any{"command": "hostname"}))
+			if r.Status != pipeline.StatusOK {
+				errs[i] = fmt.Errorf("hostname: %+v", r)
+			}
+			hosts[i] = strings.TrimSpace(r.Content)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	seen := map[string]int{}
+	for i, h := range hosts {
+		if errs[i] != nil {
+			t.Fatalf("session %d: %v", i, errs[i])
+		}
+		if j, dup := seen[h]; dup {
+			t.Errorf("sessions %d and %d share container %s", j, i, h)
+		}
+		seen[h] = i
+	}
+	if st, ok := e.WarmPoolStats(); !ok || st.Claimed != 3 || st.Misses != burst-3 {
+		t.Errorf("pool stats %+v (pool %v): want 3 claims and %d misses", st, ok, burst-3)
+	}
+	if err := e.WaitWarmPool(ctx); err != nil {
+		t.Fatalf("pool did not refill: %v", err)
+	}
+	named := openSession(t, e, "named")
+	if r := named.Run(ctx, call("terminal", map[string]any{"command": "true"})); r.Status != pipeline.StatusOK {
+		t.Fatalf("named session: %+v", r)
+	}
+	if st, _ := e.WarmPoolStats(); st.Claimed != 3 {
+		t.Errorf("a named session took from the pool: %+v", st)
+	}
+	if err := e.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cli := dockertest.Client(t)
+	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", prefix))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) > 0 {
+		t.Errorf("closing the engine left %d containers, first %v", len(list), list[0].Names)
 	}
 }

@@ -318,11 +318,8 @@ func (c Config) Validate() error {
 	if c.IdleTTL < 0 {
 		bad("idle_ttl", "must not be negative")
 	}
-	switch {
-	case c.WarmPool < 0 || c.WarmPool > backend.MaxWarmPool:
-		bad("warm_pool", "want 0 to %d ready containers, got %d", backend.MaxWarmPool, c.WarmPool)
-	case c.WarmPool > 0 && c.ReuseContainer:
-		bad("warm_pool", "%d needs %sreuse_container = false: with a reused container every session without a name already shares one container, and a pool keeps containers of their own for sessions to take", c.WarmPool, key)
+	if err := c.validatePool(); err != nil {
+		errs = append(errs, err)
 	}
 	for name := range c.Env {
 		switch {
@@ -336,6 +333,17 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("environment: timeout, kill_grace and max_output_bytes must not be negative"))
 	}
 	return errors.Join(errs...)
+}
+
+// validatePool checks warm_pool: the record's Validate, at config load, as well as New.
+func (c *Config) validatePool() error {
+	switch {
+	case c.WarmPool < 0 || c.WarmPool > backend.MaxWarmPool:
+		return fmt.Errorf("%swarm_pool: want 0 to %d ready containers, got %d", key, backend.MaxWarmPool, c.WarmPool)
+	case c.WarmPool > 0 && c.ReuseContainer:
+		return fmt.Errorf("%swarm_pool = %d needs %sreuse_container = false: with a reused container every session without a name already shares one container, and a pool keeps containers of their own for sessions to take", key, c.WarmPool, key)
+	}
+	return nil
 }
 
 // hostDir is one volume's host directory as configured and as resolved ("" if it cannot be).

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlock-dev/airlock/backend"
 )
 
 func TestCheckHostPathRefuses(t *testing.T) {
@@ -138,6 +140,25 @@ func TestValidateNamesKeys(t *testing.T) {
 	good.Volumes = []Volume{{Host: ws, Container: "/workspace"}}
 	if err := good.Validate(); err != nil {
 		t.Errorf("valid config refused: %v", err)
+	}
+	good.SetPoolSize(backend.MaxWarmPool)
+	if err := good.Validate(); err != nil || good.ReuseContainer {
+		t.Errorf("warm pool with per-session containers: %v (reuse %v)", err, good.ReuseContainer)
+	}
+	for _, tc := range []struct {
+		n     int
+		reuse bool
+		want  string
+	}{
+		{-1, false, "environment.docker.warm_pool: want 0 to 64"},
+		{65, false, "environment.docker.warm_pool: want 0 to 64"},
+		{3, true, "environment.docker.warm_pool = 3 needs environment.docker.reuse_container = false"},
+	} {
+		c := good
+		c.WarmPool, c.ReuseContainer = tc.n, tc.reuse
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("warm_pool %d reuse %v: %v, want %q", tc.n, tc.reuse, err, tc.want)
+		}
 	}
 }
 

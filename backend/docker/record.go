@@ -14,10 +14,12 @@ var configSchema []byte
 
 func init() {
 	backend.Register(backend.Record{
-		Kind:       "docker",
-		Summary:    "a hardened container per session, through the Engine API",
-		Schema:     configSchema,
-		NewConfig:  func() any { c := DefaultConfig(); return &c },
+		Kind:      "docker",
+		Summary:   "a hardened container per session, through the Engine API",
+		Schema:    configSchema,
+		NewConfig: func() any { c := DefaultConfig(); return &c },
+		// Only what must be refused before any container opens; New checks the rest.
+		Validate:   func(section any) error { return section.(*Config).validatePool() },
 		Derive:     derive,
 		Open:       open,
 		PerSession: true,
