@@ -201,4 +201,15 @@ type Baseline struct {
 	Run func(ctx context.Context) error
 	// Close releases what Baseline set up (an OpenSSH master connection).
 	Close func()
+	// Reset undoes, untimed, what the Runs since the last Reset made (the containers of a
+	// start baseline); nil when Run leaves nothing.
+	Reset func(ctx context.Context) error
+}
+
+// StartBaseliner is implemented by environments that can time the raw alternative to
+// opening a session — for Docker, a container of the same spec created, started and given
+// one command through the Engine API — for `airlock bench --session-start`. Its Baseline's
+// Run starts one such sandbox and runs `true` in it; Run may be called concurrently.
+type StartBaseliner interface {
+	StartBaseline(ctx context.Context) (*Baseline, error)
 }

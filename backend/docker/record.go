@@ -114,12 +114,11 @@ func (c *Config) Mounts() []backend.Mount {
 // PoolSize is environment.docker.warm_pool.
 func (c *Config) PoolSize() int { return c.WarmPool }
 
-// SetPoolSize sets warm_pool and, for n > 0, a container per session, which a pool needs.
+// SetPoolSize sets warm_pool and a container per session: what a pool needs, and, with n
+// = 0, the cold start a pool is compared with.
 func (c *Config) SetPoolSize(n int) {
 	c.WarmPool = n
-	if n > 0 {
-		c.ReuseContainer = false
-	}
+	c.ReuseContainer = false
 }
 
 // NetworkSetting is environment.docker.network.

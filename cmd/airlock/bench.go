@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"os/signal"
@@ -52,7 +53,7 @@ type benchResult struct {
 }
 
 func runBench(args []string, s stdio) int {
-	fs := newFlagSet("bench", "bench --backend "+strings.Join(backend.Kinds(), "|")+" [--n N] [--json] [--mode MODE] [--config FILE]", s)
+	fs := newFlagSet("bench", "bench --backend "+strings.Join(backend.Kinds(), "|")+" [--n N] [--json] [--mode MODE] [--config FILE] [--session-start [--burst N] [--pool N]]", s)
 	kind := fs.String("backend", "", "backend to measure (default: the config's environment.type)")
 	n := fs.Int("n", 100, "commands to time")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -60,11 +61,25 @@ func runBench(args []string, s stdio) int {
 	configFile := fs.String("config", "", "config file (default: airlock.toml if present, else defaults)")
 	baseline := fs.Bool("baseline", true, "also time the raw alternative the backend stands in for (the CLI a container backend replaces, OpenSSH ControlMaster), in the same run")
 	idle := fs.Int("idle", 0, "start this many idle processes on this host first (killed after), as on a busy machine")
+	sessionStart := fs.Bool("session-start", false, "time session open plus first command instead: cold, from a warm pool, and the backend's raw alternative, sequential and in bursts (--n defaults to 20)")
+	burst := fs.Int("burst", 10, "with --session-start: sessions opened at once in a burst")
+	pool := fs.Int("pool", 0, fmt.Sprintf("with --session-start: warm pool size, 1 to %d (default: --burst)", backend.MaxWarmPool))
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
-	if *n < 1 {
+	if *sessionStart && !flagSet(fs, "n") {
+		*n = 20
+	}
+	if *pool == 0 {
+		*pool = *burst
+	}
+	switch {
+	case *n < 1:
 		return fail(s, errors.New("--n must be at least 1"))
+	case *burst < 1:
+		return fail(s, errors.New("--burst must be at least 1"))
+	case *pool < 1 || *pool > backend.MaxWarmPool:
+		return fail(s, fmt.Errorf("--pool: want 1 to %d", backend.MaxWarmPool))
 	}
 	cfg, err := configs.Load(*configFile)
 	if err != nil {
@@ -84,6 +99,9 @@ func runBench(args []string, s stdio) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if *sessionStart {
+		return runSessionStart(ctx, cfg, *n, *burst, *pool, *asJSON, s)
+	}
 	// Before the environment is opened: the local backend makes this process a subreaper,
 	// which would adopt the idle processes.
 	stopIdle, err := startIdle(*idle)
@@ -232,6 +250,13 @@ func percentile(sorted []float64, p float64) float64 {
 	}
 	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
 	return math.Round(sorted[max(0, min(i, len(sorted)-1))]*1000) / 1000
+}
+
+// flagSet reports whether the command line set the flag.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // benchModesHelp lists each backend's modes, from the records.
