@@ -10,6 +10,8 @@
 //   - it fills itself to its size in the background, a few members at a time, and refills
 //     after every claim; a make that fails is retried after a growing pause, so a broken
 //     configuration costs a log line now and then, never a busy loop;
+//   - a new member runs `true` once before it is offered, so that one which cannot run a
+//     command is never handed out and a session's first command is not its helper's first;
 //   - Take hands the oldest ready member to a session with backend.Claimer.Claim, the
 //     backend's atomic claim (a Docker rename, a Kubernetes optimistic-lock update): a
 //     member leaves the pool's list under its lock before it is claimed, so no two sessions

@@ -3,6 +3,7 @@ package envpool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -85,7 +86,7 @@ func (p *Pool) fill() {
 		p.making++
 		p.mu.Unlock()
 
-		env, err := p.make(p.life)
+		env, err := p.makeChecked()
 		p.mu.Lock()
 		p.making--
 		if err != nil {
@@ -116,6 +117,27 @@ func (p *Pool) fill() {
 		p.mu.Unlock()
 		go p.watch(m)
 	}
+}
+
+// makeChecked makes a member and runs `true` in it once before it is offered: a member that
+// cannot run a command is never handed out, and the first command of the session that takes
+// it is not the helper's first (which pays for pages and caches a later one finds warm).
+func (p *Pool) makeChecked() (backend.Claimer, error) {
+	env, err := p.make(p.life)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(p.life, closeTimeout)
+	defer cancel()
+	res, err := env.Exec(ctx, backend.Request{Command: "true"})
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("true exited %d: %s", res.ExitCode, res.Stderr)
+	}
+	if err != nil {
+		p.closeMember(env)
+		return nil, fmt.Errorf("first command in a new member: %w", err)
+	}
+	return env, nil
 }
 
 func retryPause(failures int) time.Duration {

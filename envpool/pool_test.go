@@ -16,14 +16,20 @@ import (
 // claims against a real server are tested in the backends (backend/docker pool_test.go).
 type fakeMember struct {
 	id      int
+	execs   atomic.Int32
 	lost    chan struct{}
 	claims  atomic.Int32
 	closed  atomic.Bool
 	claimed atomic.Bool
 	failOn  bool // Claim fails (a member that died between its watch and its claim)
+	broken  bool // its commands fail: it must never be offered
 }
 
 func (f *fakeMember) Exec(context.Context, backend.Request) (backend.Result, error) {
+	f.execs.Add(1)
+	if f.broken {
+		return backend.Result{ExitCode: 127}, nil
+	}
 	return backend.Result{}, nil
 }
 func (f *fakeMember) Describe() backend.Description { return backend.Description{Kind: "fake"} }
@@ -45,6 +51,7 @@ type maker struct {
 	mu      sync.Mutex
 	made    []*fakeMember
 	fail    atomic.Int32 // fail this many makes first
+	broken  atomic.Int32 // make this many broken members first
 	delay   time.Duration
 	failAll atomic.Bool
 }
@@ -62,7 +69,7 @@ func (m *maker) make(ctx context.Context) (backend.Claimer, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	f := &fakeMember{id: len(m.made), lost: make(chan struct{})}
+	f := &fakeMember{id: len(m.made), lost: make(chan struct{}), broken: m.broken.Add(-1) >= 0}
 	m.made = append(m.made, f)
 	return f, nil
 }
@@ -236,6 +243,34 @@ func TestRetryPause(t *testing.T) {
 	}{{1, retryFirst}, {2, 2 * retryFirst}, {3, 4 * retryFirst}, {100, retryMax}} {
 		if got := retryPause(tc.n); got != tc.want {
 			t.Errorf("retryPause(%d) = %s, want %s", tc.n, got, tc.want)
+		}
+	}
+}
+
+// A member that cannot run a command is closed, never offered; every offered one ran one.
+func TestBrokenMemberNeverOffered(t *testing.T) {
+	t.Parallel()
+	mk := &maker{}
+	mk.broken.Store(2)
+	p := New(2, mk.make, nil)
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.WaitReady(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		env, ok := p.Take(context.Background(), "s")
+		if !ok {
+			t.Fatal("pool empty")
+		}
+		if f := env.(*fakeMember); f.broken || f.execs.Load() != 1 {
+			t.Errorf("offered member %d: broken %v, %d commands before its session", f.id, f.broken, f.execs.Load())
+		}
+	}
+	for _, f := range mk.all() {
+		if f.broken && !f.closed.Load() {
+			t.Errorf("broken member %d left open", f.id)
 		}
 	}
 }
