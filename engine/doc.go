@@ -8,7 +8,9 @@
 // one per session (a container per session on Docker), its denial budget, the hashes of the
 // files it read or wrote (for stale_file), its cached approvals and the calls of it that wait
 // for a person. Sessions idle longer than the configured TTL are reaped; [Engine.Close] ends
-// them all.
+// them all. Where the backend's section asks for a warm pool (Docker's warm_pool), the engine
+// owns it (package envpool): a session without a name takes a ready environment from it, or
+// opens one cold when none is ready; Close closes the pool with the engine.
 //
 // Waiting for a person is the runtime's too ([WithPendingApprovals]): the approvals store,
 // the question a person reads (built from what each tool declares, its preview taken
