@@ -21,6 +21,8 @@ const (
 	retryMax   = 30 * time.Second
 	// fillers is how many members are made at once.
 	fillers = 2
+	// refillDelay is how long a refill waits after a take (see pop).
+	refillDelay = 250 * time.Millisecond
 	// closeTimeout bounds the close of one member.
 	closeTimeout = 30 * time.Second
 )
@@ -217,7 +219,9 @@ func (p *Pool) pop() *member {
 	m := p.idle[0]
 	p.idle = p.idle[1:]
 	close(m.taken)
-	p.cond.Signal() // room for one more
+	// Room for one more, made a moment later: a sandbox start is the heaviest thing the
+	// host does, and the session that just took a member is about to run its first command.
+	time.AfterFunc(refillDelay, p.cond.Signal)
 	return m
 }
 
