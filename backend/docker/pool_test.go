@@ -67,6 +67,43 @@ func containers(t *testing.T, cli *client.Client, namePrefix string) map[string]
 	return out
 }
 
+// burstResult is what one session of a burst got.
+type burstResult struct {
+	env  backend.Environment
+	warm bool
+	out  string // hostname, then how many sessions' marks its /tmp holds
+	err  error
+}
+
+// burst opens n sessions at once: each takes a pool container or, when none is ready, starts
+// one cold, as the runtime does, and runs one command.
+func burst(p *envpool.Pool, cfg docker.Config, n int) []burstResult {
+	res := make([]burstResult, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			r := &res[i]
+			r.env, r.warm = p.Take(ctx, fmt.Sprint("s-", i))
+			if !r.warm {
+				if r.env, r.err = docker.New(ctx, cfg); r.err != nil {
+					return
+				}
+			}
+			out, err := r.env.Exec(ctx, backend.Request{Command: fmt.Sprintf("hostname; touch /tmp/mine-%d; ls /tmp | grep -c mine-", i)})
+			r.out, r.err = string(out.Stdout), err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return res
+}
+
 // A burst of 20 sessions against a pool of 4: each session takes a pool container or, when
 // none is ready, starts one cold; none fails, no container serves two sessions, and the
 // claimed ones carry a session's name. Closing leaves no container behind.
@@ -74,41 +111,8 @@ func TestWarmPoolBurstClaims(t *testing.T) {
 	cli := dockertest.Client(t)
 	cfg := poolConfig(t, "burst")
 	p := newPool(t, cfg, 4)
-	const burst = 20
-	type got struct {
-		env     backend.Environment
-		warm    bool
-		host    string
-		err     error
-		initPID string
-	}
-	res := make([]got, burst)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range burst {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			env, warm := p.Take(ctx, fmt.Sprint("s-", i))
-			if !warm {
-				var err error
-				if env, err = docker.New(ctx, cfg); err != nil {
-					res[i].err = err
-					return
-				}
-			}
-			r, err := env.Exec(ctx, backend.Request{Command: "hostname; touch /tmp/mine-" + fmt.Sprint(i) + "; ls /tmp | grep -c mine-"})
-			res[i] = got{env: env, warm: warm, err: err}
-			if err == nil {
-				res[i].host = string(r.Stdout)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
+	const n = 20
+	res := burst(p, cfg, n)
 	hosts := map[string]int{}
 	warm := 0
 	for i, r := range res {
@@ -118,7 +122,7 @@ func TestWarmPoolBurstClaims(t *testing.T) {
 		if r.err != nil {
 			t.Fatalf("session %d: %v", i, r.err)
 		}
-		host, count, _ := strings.Cut(strings.TrimSpace(r.host), "\n")
+		host, count, _ := strings.Cut(strings.TrimSpace(r.out), "\n")
 		if prev, dup := hosts[host]; dup {
 			t.Errorf("sessions %d and %d share container %s", prev, i, host)
 		}
@@ -133,11 +137,8 @@ func TestWarmPoolBurstClaims(t *testing.T) {
 			}
 		}
 	}
-	if warm != 4 {
-		t.Errorf("%d sessions took a pool container, want the pool's 4", warm)
-	}
-	if s := p.Stats(); s.Claimed != 4 || s.Misses != burst-4 {
-		t.Errorf("pool stats %+v", s)
+	if s := p.Stats(); warm != 4 || s.Claimed != 4 || s.Misses != n-4 {
+		t.Errorf("%d sessions took a pool container, want the pool's 4 (stats %+v)", warm, s)
 	}
 	// Every session's close and the pool's leave nothing.
 	for _, r := range res {
