@@ -17,6 +17,10 @@ type Policy struct {
 	Network NetworkPolicy
 	// Session is the runtime session the environment is for, "" for one shared by all.
 	Session string
+	// Private is true when the runtime serves several callers (airlock serve): the
+	// environment must be the session's alone, never one the backend keeps for every
+	// session of the same configuration.
+	Private bool
 	Logger  hclog.Logger
 }
 

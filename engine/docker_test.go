@@ -140,3 +140,56 @@ func TestDockerWarmPool(t *testing.T) {
 		t.Errorf("closing the engine left %d containers, first %v", len(list), list[0].Names)
 	}
 }
+
+// With WithPrivateEnvironments (airlock serve), sessions without a name get a container
+// each even where reuse_container (the default) would have them share one, and each is
+// removed with its session; without it they share one, as before.
+func TestDockerPrivateEnvironments(t *testing.T) {
+	dir := t.TempDir()
+	toml, prefix := dockertest.Config(t, "private", 30, "", "")
+	cfg, err := configs.Parse([]byte(toml+"[ledger]\npath = \"receipts.jsonl\"\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	hostname := func(s *engine.Session) string {
+		t.Helper()
+		r := s.Run(ctx, call("terminal", map[string]any{"command": "hostname"}))
+		if r.Status != pipeline.StatusOK {
+			t.Fatalf("hostname in %s: %+v", s.ID(), r)
+		}
+		return strings.TrimSpace(r.Content)
+	}
+	shared := newEngine(t, cfg)
+	if a, b := hostname(openSession(t, shared, "")), hostname(openSession(t, shared, "")); a != b {
+		t.Fatalf("without private environments two sessions got containers %s and %s: the default changed", a, b)
+	}
+	if err := shared.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dockertest.RemoveContainers(prefix)
+
+	e, err := engine.New(ctx, cfg, engine.WithPrivateEnvironments())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close(context.Background()) })
+	a, b := openSession(t, e, ""), openSession(t, e, "")
+	if ha, hb := hostname(a), hostname(b); ha == hb {
+		t.Fatalf("two private sessions share container %s", ha)
+	}
+	for _, s := range []*engine.Session{a, b} {
+		if err := s.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cli := dockertest.Client(t)
+	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", prefix))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) > 0 {
+		t.Errorf("closed private sessions left %d containers, first %v", len(list), list[0].Names)
+	}
+}

@@ -40,6 +40,7 @@ type options struct {
 	approver  approval.Approver
 	ttl       *time.Duration
 	ephemeral bool
+	private   bool
 	now       func() time.Time
 	// promote turns long foreground commands into jobs ([jobs] promote_after).
 	promote bool
@@ -100,6 +101,19 @@ func WithSessionTTL(d time.Duration) Option {
 func WithEphemeralSessions() Option {
 	return func(o *options) error {
 		o.ephemeral = true
+		return nil
+	}
+}
+
+// WithPrivateEnvironments gives every session an environment of its own, for a runtime
+// that serves several callers (airlock serve): a backend that would otherwise share one
+// environment among the sessions of one configuration (Docker's reuse_container) gives
+// each session its own, so that one caller's commands never see another's processes or
+// files outside the workspace. A backend with one environment for all (ssh) is unchanged;
+// its Describe says so.
+func WithPrivateEnvironments() Option {
+	return func(o *options) error {
+		o.private = true
 		return nil
 	}
 }
@@ -188,7 +202,7 @@ func New(ctx context.Context, cfg *configs.Config, opts ...Option) (*Engine, err
 		}
 		e.opts.approver = e.approvals
 	}
-	if e.envs, err = openEnvironments(ctx, cfg, e.log, e.metrics); err != nil {
+	if e.envs, err = openEnvironments(ctx, cfg, e.log, e.metrics, o.private); err != nil {
 		_ = e.ledger.Close()
 		e.stopMetrics(ctx)
 		return nil, fmt.Errorf("environment: %w", err)

@@ -44,18 +44,31 @@ func copySection(r backend.Record, sec any) any {
 // constructor with the section, the common [environment] settings and what its record derives
 // from the runtime's policy (see policy.go).
 func open(ctx context.Context, cfg *configs.Config, session string, log hclog.Logger, m *metrics.Metrics) (backend.Environment, error) {
-	return openAs(ctx, cfg, session, false, log, m)
+	return openAs(ctx, cfg, openKind{session: session}, log, m)
 }
 
-// openAs is open, for a warm-pool member when member is true.
-func openAs(ctx context.Context, cfg *configs.Config, session string, member bool, log hclog.Logger, m *metrics.Metrics) (backend.Environment, error) {
+// openKind says what an environment is opened as.
+type openKind struct {
+	session string
+	// member is true for a warm-pool member.
+	member bool
+	// private is true when the environment must be the session's alone (see
+	// [WithPrivateEnvironments]).
+	private bool
+}
+
+// openAs is open, for a warm-pool member or a private environment as k says.
+func openAs(ctx context.Context, cfg *configs.Config, k openKind, log hclog.Logger, m *metrics.Metrics) (backend.Environment, error) {
+	session := k.session
 	r, sec, err := section(cfg)
 	if err != nil {
 		return nil, err
 	}
 	var extra []any
 	if r.Derive != nil {
-		if extra, err = r.Derive(sec, backendPolicy(cfg, session, log, m)); err != nil {
+		pol := backendPolicy(cfg, session, log, m)
+		pol.Private = k.private
+		if extra, err = r.Derive(sec, pol); err != nil {
 			return nil, err
 		}
 	}
@@ -70,7 +83,7 @@ func openAs(ctx context.Context, cfg *configs.Config, session string, member boo
 		Session:        session,
 		Options:        extra,
 		Logger:         log,
-		PoolMember:     member,
+		PoolMember:     k.member,
 	})
 }
 
@@ -97,14 +110,16 @@ type environments struct {
 	pool *envpool.Pool
 	// metrics counts what the environments' egress proxies decide (nil: not counted).
 	metrics *metrics.Metrics
+	// private makes each session's environment its own (see [WithPrivateEnvironments]).
+	private bool
 }
 
-func openEnvironments(ctx context.Context, cfg *configs.Config, log hclog.Logger, m *metrics.Metrics) (*environments, error) {
+func openEnvironments(ctx context.Context, cfg *configs.Config, log hclog.Logger, m *metrics.Metrics, private bool) (*environments, error) {
 	r, sec, err := section(cfg)
 	if err != nil {
 		return nil, err
 	}
-	v := &environments{cfg: cfg, log: log, rec: r, sec: sec, metrics: m}
+	v := &environments{cfg: cfg, log: log, rec: r, sec: sec, metrics: m, private: private}
 	if !r.PerSession {
 		if v.shared, err = open(ctx, cfg, "", log, m); err != nil {
 			return nil, err
@@ -118,7 +133,7 @@ func openEnvironments(ctx context.Context, cfg *configs.Config, log hclog.Logger
 
 // makeMember opens one warm-pool member: what a session without a name would get.
 func (v *environments) makeMember(ctx context.Context) (backend.Claimer, error) {
-	env, err := openAs(ctx, v.cfg, "", true, v.log, v.metrics)
+	env, err := openAs(ctx, v.cfg, openKind{member: true, private: v.private}, v.log, v.metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +158,7 @@ func (v *environments) forSession(ctx context.Context, key, id string) (backend.
 			return env, true, nil
 		}
 	}
-	env, err := open(ctx, v.cfg, key, v.log, v.metrics)
+	env, err := openAs(ctx, v.cfg, openKind{session: key, private: v.private}, v.log, v.metrics)
 	return env, err == nil, err
 }
 

@@ -56,6 +56,10 @@ func init() {
 // containers are not reused: their sockets and proxy live as long as the session.
 func derive(section any, p backend.Policy) ([]any, error) {
 	c := section.(*Config)
+	if p.Private {
+		// One container per session: a reused one would be shared by every caller.
+		c.ReuseContainer = false
+	}
 	switch p.Network.Mode {
 	case backend.NetworkOpen:
 		if c.Network == "none" {

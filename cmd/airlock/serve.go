@@ -52,7 +52,7 @@ func runServe(args []string, s stdio) int {
 	if err != nil {
 		return fail(s, err)
 	}
-	rt, err := openMCPRuntime(ctx, cfg, log, elicit, engine.WithMetrics())
+	rt, err := openMCPRuntime(ctx, cfg, log, elicit, engine.WithMetrics(), engine.WithPrivateEnvironments())
 	if err != nil {
 		return fail(s, err)
 	}
