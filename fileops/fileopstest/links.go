@@ -91,7 +91,10 @@ while [ ! -e .stop ] && [ $i -lt 1000000 ]; do
 	[ $((i %% %d)) -eq 0 ] && { echo $i > .swaps; sleep 0.02; }
 done
 echo $i`, h.scratch, swapBurst)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// The swapper lives as long as the reads take: in exec mode under load, 300 reads (a
+	// docker exec or two each) can take longer than any few minutes, and a swapper ended by
+	// its own timeout reports nothing.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	type swapped struct {
 		res backend.Result
@@ -99,7 +102,7 @@ echo $i`, h.scratch, swapBurst)
 	}
 	done := make(chan swapped, 1)
 	go func() {
-		res, err := h.env.Exec(ctx, backend.Request{Command: swapper, Timeout: 4 * time.Minute})
+		res, err := h.env.Exec(ctx, backend.Request{Command: swapper, Timeout: 15 * time.Minute})
 		done <- swapped{res, err}
 	}()
 	stopped := false
@@ -150,6 +153,9 @@ echo $i`, h.scratch, swapBurst)
 		t.Fatalf("swapper: %v", sw.err)
 	}
 	swaps, _ := strconv.Atoi(strings.TrimSpace(string(sw.res.Stdout)))
+	if sw.res.TimedOut {
+		t.Errorf("the swapper ran out of time before the reads were done: %d swaps recorded", swapsSoFar())
+	}
 	reads := inside + refused + leaked
 	t.Logf("%s: %d reads over %d swaps: %d returned the file, %d were refused %v, %d returned the file outside",
 		h.env.Describe().Kind+"/"+h.env.Describe().Mode, reads, swaps, inside, refused, why, leaked)
