@@ -32,19 +32,26 @@ func runGC(args []string, s stdio) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	// Every backend that leaves something behind collects it, from its own section of the
-	// config (the daemon address, for Docker).
+	// config (the daemon address, for Docker). One that cannot be reached does not keep the
+	// others from collecting: it is said, and fails the run only when it is the configured
+	// backend.
 	var items []backend.GCItem
+	failed := false
 	for _, rec := range backend.Records() {
 		if rec.GC == nil {
 			continue
 		}
 		got, err := rec.GC(ctx, cfg.Environment.Section(rec.Kind), backend.GCOptions{All: *all, DryRun: *dryRun, MinAge: *minAge, AllOwners: *allOwners})
-		if err != nil {
-			return fail(s, err)
+		switch {
+		case err != nil && rec.Kind == cfg.Environment.Type:
+			failed = true
+			fmt.Fprintf(s.err, "airlock gc: %s: %v\n", rec.Kind, err)
+		case err != nil:
+			fmt.Fprintf(s.err, "airlock gc: skipped %s (not the configured backend): %v\n", rec.Kind, err)
 		}
 		items = append(items, got...)
 	}
-	failed, acted, others := false, 0, 0
+	acted, others := 0, 0
 	for _, it := range items {
 		if it.OtherOwner != "" {
 			others++
