@@ -82,6 +82,13 @@ type Env struct {
 	netNote      string // how [network] is held, for Describe
 	rtNote       string // whether the runtime class exists, for Describe
 	lastTouch    time.Time
+	// claimedBy is the session that claimed this warm-pool pod; claimLost says another
+	// claimer holds it, so Close leaves it alone (see pool.go).
+	claimedBy string
+	claimLost bool
+	// lost is closed when an unclaimed member's pod goes away (see [Env.Lost]).
+	lost     chan struct{}
+	lostOnce sync.Once
 }
 
 // New connects to the API server, finds or creates the session's pod and starts the helper
@@ -102,7 +109,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{cfg: cfg, cl: cl, log: o.logger.Named("kubernetes"), session: cfg.Session,
-		policy: backend.EnvPolicy{Passthrough: cfg.EnvPassthrough}}
+		policy: backend.EnvPolicy{Passthrough: cfg.EnvPassthrough}, lost: make(chan struct{})}
 	if e.session == "" {
 		e.session = "e" + newID()
 	}
@@ -189,7 +196,8 @@ func (e *Env) securityNote() string {
 }
 
 // Close stops the helper and deletes the pod, unless it belongs to a named session, whose
-// later processes find it again (gc deletes it once its idle TTL passes). A repair in
+// later processes find it again (gc deletes it once its idle TTL passes), or is a warm-pool
+// pod another claimer took. A repair in
 // flight is cancelled and waited for.
 func (e *Env) Close(ctx context.Context) error {
 	e.mu.Lock()
@@ -203,7 +211,7 @@ func (e *Env) Close(ctx context.Context) error {
 	e.recoverMu.Lock()
 	defer e.recoverMu.Unlock()
 	e.mu.Lock()
-	a, uid := e.agent, e.podUID
+	a, uid, lost := e.agent, e.podUID, e.claimLost
 	e.agent = nil
 	e.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -211,7 +219,7 @@ func (e *Env) Close(ctx context.Context) error {
 	if a != nil {
 		a.close(ctx)
 	}
-	if e.cfg.Session != "" {
+	if e.cfg.Session != "" || lost {
 		return nil
 	}
 	return errors.Join(e.deletePod(ctx, uid, false), e.deleteNetworkPolicy(ctx))

@@ -48,6 +48,9 @@ type Config struct {
 	Tolerations  []Toleration      `toml:"tolerations"`
 	// IdleTTL is how long a session's pod may stay unused before gc removes it.
 	IdleTTL backend.Duration `toml:"idle_ttl"`
+	// WarmPool is how many running pods, helper started, to keep ready for new sessions
+	// without a name (0 to backend.MaxWarmPool; see pool.go).
+	WarmPool int `toml:"warm_pool"`
 	// PodStartTimeout bounds every wait for the API: a pod scheduled and running, deleted.
 	PodStartTimeout backend.Duration `toml:"pod_start_timeout"`
 	// NetworkPolicyEnforcement says how Airlock knows the cluster enforces NetworkPolicy,
@@ -61,12 +64,15 @@ type Config struct {
 	// The fields below come from the general [environment] and [network] sections.
 
 	// Network is [network] mode: "none" or "open".
-	Network        backend.NetworkMode `toml:"-"`
-	Session        string              `toml:"-"`
-	DefaultTimeout time.Duration       `toml:"-"`
-	MaxOutputBytes int64               `toml:"-"`
-	EnvPassthrough []string            `toml:"-"`
-	KillGrace      time.Duration       `toml:"-"`
+	Network backend.NetworkMode `toml:"-"`
+	Session string              `toml:"-"`
+	// PoolMember makes the pod a warm-pool member: labelled as one, no session's until
+	// [Env.Claim] relabels it.
+	PoolMember     bool          `toml:"-"`
+	DefaultTimeout time.Duration `toml:"-"`
+	MaxOutputBytes int64         `toml:"-"`
+	EnvPassthrough []string      `toml:"-"`
+	KillGrace      time.Duration `toml:"-"`
 }
 
 // Toleration is one pod toleration.
@@ -216,6 +222,9 @@ func (c Config) Validate() error {
 	if c.Network == backend.NetworkNone && c.NetworkPolicyEnforcement == EnforceOff {
 		errs = append(errs, errors.New(key+`network_policy_enforcement = "off" says the cluster does not enforce NetworkPolicy, so [network] mode "none" cannot hold: pods would reach the network; use a network plugin that enforces it (Calico, Cilium), or set [network] mode = "open" knowingly`))
 	}
+	if err := c.validatePool(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.PodStartTimeout.D() <= 0 {
 		bad("pod_start_timeout", "must be above 0: every wait has a deadline")
 	}
@@ -242,3 +251,20 @@ func expandHome(p string) string {
 }
 
 var _ backend.Resolver = (*Config)(nil)
+
+// validatePool checks warm_pool: the record's Validate, at config load, as well as New.
+func (c *Config) validatePool() error {
+	if c.WarmPool < 0 || c.WarmPool > backend.MaxWarmPool {
+		return fmt.Errorf("%swarm_pool: want 0 to %d ready pods, got %d", key, backend.MaxWarmPool, c.WarmPool)
+	}
+	return nil
+}
+
+// PoolSize is environment.kubernetes.warm_pool.
+func (c *Config) PoolSize() int { return c.WarmPool }
+
+// SetPoolSize sets warm_pool. Every session without a name has a pod of its own already, so
+// nothing else changes.
+func (c *Config) SetPoolSize(n int) { c.WarmPool = n }
+
+var _ backend.Pooled = (*Config)(nil)

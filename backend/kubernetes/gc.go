@@ -24,8 +24,10 @@ import (
 //     than MinAge;
 //   - pods of an unnamed session whose creating process, on this host, is gone (checked by
 //     PID and start time, so a reused PID does not count): a SIGKILLed airlock;
+//   - warm-pool pods (labelPool) of such a process; those of a live process on this host are
+//     kept however long they wait;
 //   - pods unused for longer than their idle TTL (the last-use annotation, kept up to date
-//     while commands run).
+//     while commands run, and set when a warm-pool pod is claimed).
 //
 // The NetworkPolicy of each deleted pod goes with it, and so does any Airlock policy whose
 // pod is gone.
@@ -83,8 +85,14 @@ func gcReason(p *corev1.Pod, opts backend.GCOptions, hostname string, now time.T
 		return "ended (" + string(p.Status.Phase) + " " + p.Status.Reason + ")"
 	}
 	if a[annReuse] != "true" && a[annHostname] == hostname {
-		if pid, err := strconv.Atoi(a[annPID]); err == nil && !processAlive(pid, a[annPIDStart]) {
+		pid, err := strconv.Atoi(a[annPID])
+		switch {
+		case err == nil && !processAlive(pid, a[annPIDStart]) && p.Labels[labelPool] == poolMember:
+			return "warm-pool pod of a process that is gone (" + a[annPID] + ")"
+		case err == nil && !processAlive(pid, a[annPIDStart]):
 			return "its session ended (process " + a[annPID] + " is gone)"
+		case p.Labels[labelPool] == poolMember:
+			return "" // ready in a live process's pool: not idle, waiting
 		}
 	}
 	ttl, err := time.ParseDuration(a[annIdleTTL])

@@ -125,15 +125,27 @@ func fingerprint(spec corev1.PodSpec, c Config, session, helperDigest string) st
 // podName is the pod's name: the fingerprint, which names the session too.
 func podName(fp string) string { return "airlock-" + fp[:20] }
 
+// podObject is the pod to create: a session's, a warm-pool member's (labelPool), or, made
+// again by a repair, that of the session that claimed a member.
 func (e *Env) podObject() *corev1.Pod {
 	host, _ := os.Hostname()
+	e.mu.Lock()
+	session, member := e.session, e.cfg.PoolMember
+	if e.claimedBy != "" {
+		session = e.claimedBy
+	}
+	e.mu.Unlock()
+	labels := map[string]string{
+		labelOwner: ownerValue, labelSession: labelValue(session),
+		labelFingerprint: e.fp[:63], labelPod: e.name,
+	}
+	if member {
+		labels[labelPool] = poolMember
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: e.name, Namespace: e.cl.namespace,
-			Labels: map[string]string{
-				labelOwner: ownerValue, labelSession: labelValue(e.session),
-				labelFingerprint: e.fp[:63], labelPod: e.name,
-			},
+			Labels: labels,
 			Annotations: map[string]string{
 				annIdleTTL: e.cfg.IdleTTL.D().String(), annLastUse: time.Now().UTC().Format(time.RFC3339),
 				annPID: strconv.Itoa(os.Getpid()), annPIDStart: processStart(os.Getpid()),

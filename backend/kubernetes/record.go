@@ -13,13 +13,16 @@ var configSchema []byte
 
 func init() {
 	backend.Register(backend.Record{
-		Kind:       "kubernetes",
-		Summary:    "a hardened pod per session on a Kubernetes cluster, through the API",
-		Schema:     configSchema,
-		NewConfig:  func() any { c := DefaultConfig(); return &c },
+		Kind:      "kubernetes",
+		Summary:   "a hardened pod per session on a Kubernetes cluster, through the API",
+		Schema:    configSchema,
+		NewConfig: func() any { c := DefaultConfig(); return &c },
+		// Only what must be refused before any pod opens; New checks the rest.
+		Validate:   func(section any) error { return section.(*Config).validatePool() },
 		Derive:     derive,
 		Open:       open,
 		PerSession: true,
+		WarmPool:   true,
 		GC: func(ctx context.Context, section any, o backend.GCOptions) ([]backend.GCItem, error) {
 			return GC(ctx, *section.(*Config), o)
 		},
@@ -50,6 +53,7 @@ func open(ctx context.Context, s backend.Settings) (backend.Environment, error) 
 	c.EnvPassthrough = s.EnvPassthrough
 	c.KillGrace = s.KillGrace
 	c.Session = s.Session
+	c.PoolMember = s.PoolMember
 	var opts []Option
 	if s.Logger != nil {
 		opts = append(opts, WithLogger(s.Logger))

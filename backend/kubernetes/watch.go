@@ -38,15 +38,19 @@ func (e *Env) watchPod() {
 	}
 }
 
-// podGone cuts the helper's stream when it runs in the pod with that UID.
+// podGone cuts the helper's stream when it runs in the pod with that UID, and tells the
+// warm pool an unclaimed member is lost.
 func (e *Env) podGone(uid types.UID, what string) {
 	e.mu.Lock()
-	a := e.agent
-	if e.podUID != uid || a == nil {
-		e.mu.Unlock()
+	a, mine := e.agent, e.podUID == uid
+	e.mu.Unlock()
+	if !mine {
 		return
 	}
-	e.mu.Unlock()
+	e.memberLost()
+	if a == nil {
+		return
+	}
 	e.log.Info("pod going away", "pod", e.name, "event", what)
 	a.cancel()
 	if a.client != nil {
