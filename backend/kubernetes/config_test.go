@@ -34,6 +34,8 @@ func TestValidateNamesKeys(t *testing.T) {
 		}},
 		{"allowlist", `[network] mode "allowlist"`, func(c *kubernetes.Config) { c.Network = backend.NetworkAllowlist }},
 		{"no deadline", "environment.kubernetes.pod_start_timeout", func(c *kubernetes.Config) { c.PodStartTimeout = -1 }},
+		{"pool too big", "environment.kubernetes.warm_pool: want 0 to 64", func(c *kubernetes.Config) { c.WarmPool = 65 }},
+		{"negative pool", "environment.kubernetes.warm_pool", func(c *kubernetes.Config) { c.WarmPool = -1 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := kubernetes.DefaultConfig()

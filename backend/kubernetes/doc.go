@@ -30,4 +30,10 @@
 // that cannot run is deleted and the error names the cause from its status and events.
 // Every API call and wait has a deadline. [GC] (airlock gc) deletes pods whose session
 // ended or whose idle TTL passed.
+//
+// A warm pool (warm_pool = N; the pool itself is package envpool's) keeps N pods running
+// with the helper started, labelled airlock.dev/pool=member. Pods cannot be renamed, so a
+// claim is what the API server makes atomic instead: one update of the pod's labels (pool
+// label off, session label on) carrying the resourceVersion read, which fails with a
+// Conflict for every claimer but the first (pool.go).
 package kubernetes
