@@ -35,7 +35,10 @@ const ModeAgent = "agent"
 
 var (
 	errUnavailable = backend.ErrUnavailable
-	readFile       = os.ReadFile
+	// errNoCluster is no client configuration at all: not in a cluster, no kubeconfig
+	// named, KUBECONFIG unset and no ~/.kube/config.
+	errNoCluster = errors.New("no cluster configured")
+	readFile     = os.ReadFile
 )
 
 // Option adjusts construction.

@@ -1,7 +1,9 @@
 package kubernetes
 
 import (
+	"errors"
 	"fmt"
+
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 
@@ -54,6 +56,9 @@ func restConfig(c Config) (*rest.Config, string, error) {
 	}
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.Context})
 	rc, err := cc.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) && c.Kubeconfig == "" {
+		err = errors.Join(errNoCluster, err)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: kubernetes: no usable client configuration (in-cluster, environment.kubernetes.kubeconfig, KUBECONFIG or ~/.kube/config): %w", errUnavailable, err)
 	}

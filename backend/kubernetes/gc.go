@@ -34,6 +34,10 @@ import (
 func GC(ctx context.Context, c Config, opts backend.GCOptions) ([]backend.GCItem, error) {
 	c = c.withDefaults()
 	cl, err := connect(c)
+	if errors.Is(err, errNoCluster) {
+		// No cluster is configured for this user at all: none can hold a pod of theirs.
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,8 @@ import (
 
 // A backend whose server cannot be reached does not keep gc from the others: with the
 // docker daemon gone, gc under a local config says what it skipped and exits 0; under a
-// docker config the same unreachable daemon fails the run.
+// docker config the same unreachable daemon fails the run. With no cluster configured at
+// all, the Kubernetes backend has nothing to collect and says nothing.
 func TestGCGoesOnPastAnUnreachableBackend(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-daemon.sock"))
 	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "no-kubeconfig"))
@@ -29,6 +30,10 @@ func TestGCGoesOnPastAnUnreachableBackend(t *testing.T) {
 	code, out, errOut := runCmd(t, "", "gc", "--dry-run", "--config", local)
 	if code != 0 || !strings.Contains(errOut, "skipped docker") {
 		t.Errorf("local config: exit %d, stdout %q, stderr %q; want 0 with docker skipped", code, out, errOut)
+	}
+	// No cluster configured anywhere: nothing to say about Kubernetes.
+	if strings.Contains(errOut, "kubernetes") {
+		t.Errorf("with no cluster configured, gc spoke of kubernetes: %q", errOut)
 	}
 	docker := write("docker.toml", "[environment]\ntype = \"docker\"\n[environment.docker]\nimage = \"busybox\"\n")
 	code, out, errOut = runCmd(t, "", "gc", "--dry-run", "--config", docker)
