@@ -582,11 +582,11 @@ kill_cgroup_tree() {
 		for h in /sys/fs/cgroup/*/"$node"; do
 			[ -d "$h" ] || continue
 			while IFS= read -r f; do
-				while IFS= read -r pid; do
-					[ -n "$pid" ] || continue
+				# A pod's cgroup may go away between find and read: nothing left to kill there.
+				for pid in $(cat "$f" 2>/dev/null); do
 					found=1
 					kill -KILL "$pid" 2>/dev/null || true
-				done <"$f"
+				done
 			done < <(find "$h" -name cgroup.procs 2>/dev/null)
 		done
 		[ "$found" = 1 ] || return 0
