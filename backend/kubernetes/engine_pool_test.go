@@ -20,29 +20,8 @@ import (
 // has a pod of its own, the pool refills, and closing the engine leaves no pod behind.
 func TestEngineWarmPoolBurst(t *testing.T) {
 	cs, ns := client(t)
-	cfg := testConfig(t)
 	dir := t.TempDir()
-	toml := fmt.Sprintf(`[environment]
-type = "kubernetes"
-timeout = 60
-[environment.kubernetes]
-kubeconfig = %q
-namespace = %q
-image = %q
-pull_policy = "Never"
-agent_binary = %q
-cpu_request = "10m"
-memory_request = "16Mi"
-memory_limit = "256Mi"
-pod_start_timeout = "90s"
-warm_pool = 3
-[network]
-mode = "open"
-[approvals]
-mode = "auto"
-[ledger]
-path = "receipts.jsonl"
-`, cfg.Kubeconfig, ns, cfg.Image, cfg.AgentBinary)
+	toml := clusterTOML(t, "warm_pool = 3\n", "receipts.jsonl")
 	c, err := configs.Parse([]byte(toml), dir)
 	if err != nil {
 		t.Fatal(err)

@@ -3,12 +3,13 @@ package kubernetes_test
 import (
 	"context"
 	"fmt"
-	"github.com/hashicorp/go-hclog"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -157,4 +158,32 @@ func sh(t testing.TB, env backend.Environment, cmd string) string {
 		t.Fatalf("%q exited %d: %s %s", cmd, res.ExitCode, res.Stdout, res.Stderr)
 	}
 	return strings.TrimSpace(string(res.Stdout))
+}
+
+// clusterTOML is an airlock.toml for the test cluster (the test image, the static helper,
+// the test namespace, network "open" and approvals "auto", as testConfig), with extra added
+// to [environment.kubernetes] and the ledger at ledger.
+func clusterTOML(t testing.TB, extra, ledger string) string {
+	t.Helper()
+	cfg := testConfig(t)
+	return fmt.Sprintf(`[environment]
+type = "kubernetes"
+timeout = 60
+[environment.kubernetes]
+kubeconfig = %q
+namespace = %q
+image = %q
+pull_policy = "Never"
+agent_binary = %q
+cpu_request = "10m"
+memory_request = "16Mi"
+memory_limit = "256Mi"
+pod_start_timeout = "90s"
+%s[network]
+mode = "open"
+[approvals]
+mode = "auto"
+[ledger]
+path = %q
+`, cfg.Kubeconfig, cfg.Namespace, cfg.Image, cfg.AgentBinary, extra, ledger)
 }

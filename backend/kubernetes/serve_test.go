@@ -32,29 +32,9 @@ func TestServeSessionsSpreadAcrossNodes(t *testing.T) {
 	if len(nodes.Items) < 2 {
 		t.Skipf("the cluster has %d node(s): nothing to spread over", len(nodes.Items))
 	}
-	cfg := testConfig(t)
 	dir := t.TempDir()
 	config := filepath.Join(dir, "airlock.toml")
-	toml := fmt.Sprintf(`[environment]
-type = "kubernetes"
-timeout = 60
-[environment.kubernetes]
-kubeconfig = %q
-namespace = %q
-image = %q
-pull_policy = "Never"
-agent_binary = %q
-cpu_request = "10m"
-memory_request = "16Mi"
-memory_limit = "256Mi"
-pod_start_timeout = "90s"
-[network]
-mode = "open"
-[approvals]
-mode = "auto"
-[ledger]
-path = "state/receipts.jsonl"
-`, cfg.Kubeconfig, ns, cfg.Image, cfg.AgentBinary)
+	toml := clusterTOML(t, "", "state/receipts.jsonl")
 	if err := os.WriteFile(config, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
