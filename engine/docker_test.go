@@ -131,14 +131,7 @@ func TestDockerWarmPool(t *testing.T) {
 	if err := e.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cli := dockertest.Client(t)
-	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", prefix))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(list) > 0 {
-		t.Errorf("closing the engine left %d containers, first %v", len(list), list[0].Names)
-	}
+	noContainers(t, prefix, "closing the engine")
 }
 
 // With WithPrivateEnvironments (airlock serve), sessions without a name get a container
@@ -184,12 +177,19 @@ func TestDockerPrivateEnvironments(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cli := dockertest.Client(t)
-	list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", prefix))})
+	noContainers(t, prefix, "closed private sessions")
+}
+
+// noContainers fails the test when a container whose name has prefix is left; after says
+// what should have removed them.
+func noContainers(t *testing.T, prefix, after string) {
+	t.Helper()
+	list, err := dockertest.Client(t).ContainerList(context.Background(),
+		container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", prefix))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(list) > 0 {
-		t.Errorf("closed private sessions left %d containers, first %v", len(list), list[0].Names)
+		t.Errorf("%s left %d containers, first %v", after, len(list), list[0].Names)
 	}
 }
