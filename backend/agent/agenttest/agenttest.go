@@ -11,12 +11,31 @@ import (
 	"testing"
 )
 
-var build struct {
+// binary is airlock built once per test process in one way.
+type binary struct {
 	once sync.Once
 	path string
 	err  error
 	out  []byte
 }
+
+// make builds ./cmd/airlock once into a temporary directory named after prefix, with env
+// added to the build's environment.
+func (b *binary) make(prefix, env string) {
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", prefix)
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(dir, "airlock")
+		cmd := exec.Command("go", "build", "-o", b.path, "github.com/airlock-dev/airlock/cmd/airlock")
+		cmd.Env = append(os.Environ(), env)
+		b.out, b.err = cmd.CombinedOutput()
+	})
+}
+
+var build binary
 
 // DefaultBuild returns airlock built with `go build ./cmd/airlock` and cgo enabled, as
 // `go build` and `go install` do by default on a machine with a C compiler: a dynamically
@@ -25,18 +44,7 @@ var build struct {
 // AIRLOCK_REQUIRE_CGO=1 (CI) makes that a failure.
 func DefaultBuild(t testing.TB) string {
 	t.Helper()
-	build.once.Do(func() {
-		dir, err := os.MkdirTemp("", "airlock-default-build-")
-		if err != nil {
-			build.err = err
-			return
-		}
-		p := filepath.Join(dir, "airlock")
-		cmd := exec.Command("go", "build", "-o", p, "github.com/airlock-dev/airlock/cmd/airlock")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		build.out, build.err = cmd.CombinedOutput()
-		build.path = p
-	})
+	build.make("airlock-default-build-", "CGO_ENABLED=1")
 	if build.err != nil {
 		t.Fatalf("go build ./cmd/airlock (CGO_ENABLED=1): %v\n%s", build.err, build.out)
 	}
@@ -66,12 +74,7 @@ func Dynamic(t testing.TB, p string) bool {
 	return false
 }
 
-var static struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
+var static binary
 
 // StaticBuild returns airlock built with CGO_ENABLED=0, once per test process: the helper a
 // backend copies into an image that has no Go and perhaps no C library (a busybox pod). It
@@ -82,18 +85,7 @@ func StaticBuild(t testing.TB) string {
 	if p := os.Getenv("AIRLOCK_TEST_AGENT_BINARY"); p != "" {
 		return p
 	}
-	static.once.Do(func() {
-		dir, err := os.MkdirTemp("", "airlock-static-build-")
-		if err != nil {
-			static.err = err
-			return
-		}
-		p := filepath.Join(dir, "airlock")
-		cmd := exec.Command("go", "build", "-o", p, "github.com/airlock-dev/airlock/cmd/airlock")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		static.out, static.err = cmd.CombinedOutput()
-		static.path = p
-	})
+	static.make("airlock-static-build-", "CGO_ENABLED=0")
 	if static.err != nil {
 		t.Fatalf("go build ./cmd/airlock (CGO_ENABLED=0): %v\n%s", static.err, static.out)
 	}
