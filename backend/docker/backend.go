@@ -71,19 +71,15 @@ type Env struct {
 	helperBin string
 	helper    binaryInfo
 
-	// recoverMu serialises repairs, so that concurrent calls that find the container gone
-	// recreate it once. Close takes it too, to wait for a repair in flight.
-	recoverMu sync.Mutex
-	// life ends when Close starts; a repair in flight is cancelled by it.
-	life    context.Context
-	endLife context.CancelFunc
+	// rep brings the container and helper back when they go away, one repair at a time,
+	// and owes the next result its notes; Close waits for a repair in flight.
+	rep *backend.Repairer
 	// prepareHook, set by tests only, runs just before and just after prepare makes sure
 	// of a container (stage "ensure" and "ensured"): the moments a Close racing a repair
 	// must not lose a container.
 	prepareHook func(stage string)
 
 	mu            sync.Mutex
-	closed        bool
 	claimLost     bool // a warm-pool claim found the container another claimer's (see Claim)
 	containerID   string
 	containerEnv  []string // the container's environment, image's and ours: the base of every command's
@@ -94,7 +90,6 @@ type Env struct {
 	notes         []string // for Describe
 	runtimeNote   string   // for Describe: the OCI runtime containers run under
 	userNote      string   // for Describe: whom commands run as, where "auto" chose
-	pendingNotes  []string // for the next Result
 	agentDisabled string   // why the helper is not used, "" if it is or may be
 
 	// egressDir, egressStop and egressServe are the session's socket directory on the host
@@ -129,20 +124,17 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 		session: newSessionID(),
 		policy:  backend.EnvPolicy{Passthrough: cfg.EnvPassthrough},
 	}
-	e.life, e.endLife = context.WithCancel(context.Background())
+	e.rep = backend.NewRepairer(e.log, e.logName, e.mended, e.prepare)
 	if err := e.ping(ctx); err != nil {
-		e.endLife()
 		_ = cli.Close()
 		return nil, err
 	}
 	if e.runtimeNote, err = e.runtimeInForce(ctx); err != nil {
-		e.endLife()
 		_ = cli.Close()
 		return nil, err
 	}
 	img, err := e.inspectImage(ctx)
 	if err != nil {
-		e.endLife()
 		_ = cli.Close()
 		return nil, err
 	}
@@ -153,7 +145,6 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	if o.egress != nil {
 		if cfg, err = e.setupEgress(ctx, cfg, o.egress); err != nil {
 			err = errors.Join(err, e.teardownEgress(context.WithoutCancel(ctx)))
-			e.endLife()
 			_ = cli.Close()
 			return nil, err
 		}
@@ -164,7 +155,6 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	e.spec, err = buildSpec(cfg, img.ID, e.helper)
 	if err != nil {
 		err = errors.Join(fmt.Errorf("docker: %w", err), e.teardownEgress(context.WithoutCancel(ctx)))
-		e.endLife()
 		_ = cli.Close()
 		return nil, err
 	}
@@ -183,10 +173,11 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	// A fallback is owed to the first result too, not only to Describe: a caller that reads
 	// results learns why each command costs a docker exec.
 	e.mu.Lock()
-	if e.mode == ModeExec && e.cfg.Agent != AgentOff && e.agentDisabled != "" {
-		e.pendingNotes = append(e.pendingNotes, e.agentDisabled)
-	}
+	owed := e.mode == ModeExec && e.cfg.Agent != AgentOff && e.agentDisabled != ""
 	e.mu.Unlock()
+	if owed {
+		e.rep.Owe(e.agentDisabled)
+	}
 	return e, nil
 }
 
@@ -282,17 +273,11 @@ func shortID(id string) string { return id[:min(len(id), 12)] }
 // a warm-pool container another claimer took (see [Env.Claim]). A repair in
 // flight is cancelled and waited for, so that a container it was creating is removed too.
 func (e *Env) Close(ctx context.Context) error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	release, first := e.rep.Close()
+	if !first {
 		return nil
 	}
-	e.closed = true
-	e.mu.Unlock()
-	e.endLife()
-	e.recoverMu.Lock() // a repair ends promptly once life has ended
-	defer e.recoverMu.Unlock()
-
+	defer release()
 	e.mu.Lock()
 	a, id, lost := e.agent, e.containerID, e.claimLost
 	e.agent = nil
@@ -337,12 +322,6 @@ func (e *Env) removeOwnByName(ctx context.Context) error {
 		return nil
 	}
 	return e.remove(ctx, info.ID)
-}
-
-func (e *Env) isClosed() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.closed
 }
 
 // hostEnv is the part of the host's environment that may be forwarded: never PATH or HOME,

@@ -50,7 +50,7 @@ func TestCloseDuringRepairRemovesWhatItCreated(t *testing.T) {
 					return
 				}
 				close(reached)
-				for deadline := time.Now().Add(20 * time.Second); !e.isClosed() && time.Now().Before(deadline); {
+				for deadline := time.Now().Add(20 * time.Second); !e.rep.Closed() && time.Now().Before(deadline); {
 					time.Sleep(5 * time.Millisecond)
 				}
 				time.Sleep(100 * time.Millisecond) // let a Close that does not wait run ahead

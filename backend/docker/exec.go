@@ -33,7 +33,7 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 	if err := req.Validate(); err != nil {
 		return backend.Result{}, err
 	}
-	if e.isClosed() {
+	if e.rep.Closed() {
 		return backend.Result{}, backend.ErrClosed
 	}
 	dir, err := backend.WorkDir(e.cfg.Workdir, req.Dir)
@@ -78,8 +78,8 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 			return backend.Result{}, e.errNeedsHelper(why)
 		} else {
 			res, err = e.execOnce(ctx, id, req, dir, env, timeout, capBytes)
-			if errors.Is(err, errNeedsRepair) && attempt == 0 && !e.isClosed() {
-				more, rerr := e.repair(ctx, err.Error())
+			if errors.Is(err, errNeedsRepair) && attempt == 0 && !e.rep.Closed() {
+				more, rerr := e.rep.Repair(ctx, err.Error())
 				if rerr != nil {
 					return backend.Result{}, errors.Join(err, rerr)
 				}
@@ -100,51 +100,35 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 // ready returns the notes owed to the next Result, repairing the environment first when the
 // helper has died.
 func (e *Env) ready(ctx context.Context) ([]string, error) {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil, backend.ErrClosed
-	}
-	if e.mode == ModeExec || e.agent != nil && e.agent.alive() {
-		notes := e.pendingNotes
-		e.pendingNotes = nil
-		e.mu.Unlock()
-		return notes, nil
-	}
-	why := "the resident helper stopped"
-	if e.agent != nil {
-		if err := e.agent.client.Err(); err != nil {
-			why += " (" + err.Error() + ")"
+	return e.rep.Ready(ctx, func() (bool, string) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.mode == ModeExec || e.agent != nil && e.agent.alive() {
+			return true, ""
 		}
-	}
-	e.mu.Unlock()
-	return e.repair(ctx, why)
+		why := "the resident helper stopped"
+		if e.agent != nil {
+			if err := e.agent.client.Err(); err != nil {
+				why += " (" + err.Error() + ")"
+			}
+		}
+		return false, why
+	})
 }
 
-// repair brings back a running container and helper; concurrent callers repair once. Close
-// cancels a repair in flight and waits for it.
-func (e *Env) repair(ctx context.Context, why string) ([]string, error) {
-	e.recoverMu.Lock()
-	defer e.recoverMu.Unlock()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(e.life, cancel)
-	defer stop()
+// mended reports whether another call's repair brought the helper back while this one
+// waited for it (see [backend.Repairer]).
+func (e *Env) mended() bool {
 	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil, backend.ErrClosed
-	}
-	if e.mode == ModeAgent && e.agent != nil && e.agent.alive() {
-		// Another call repaired it while this one waited.
-		notes := e.pendingNotes
-		e.pendingNotes = nil
-		e.mu.Unlock()
-		return notes, nil
-	}
-	e.mu.Unlock()
-	e.log.Info("repairing environment", "container", e.name, "reason", why)
-	return e.prepare(ctx, why)
+	defer e.mu.Unlock()
+	return e.mode == ModeAgent && e.agent != nil && e.agent.alive()
+}
+
+// logName names the container in the log.
+func (e *Env) logName() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return "container " + e.name
 }
 
 // prepare makes sure a container with this configuration runs and, unless it is disabled,
@@ -241,7 +225,7 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed {
+	if e.rep.Closed() {
 		// Closed while repairing: Close, waiting for this repair, stops the helper and
 		// removes the container, which are recorded for it.
 		e.agent = a

@@ -16,9 +16,9 @@ var _ backend.FileOps = (*Env)(nil)
 // wrapping [backend.ErrNoHelper], so the caller takes the shell road and says so.
 func (e *Env) FileOp(ctx context.Context, req backend.FileRequest) (backend.FileResult, error) {
 	e.mu.Lock()
-	closed, mode, a, disabled := e.closed, e.mode, e.agent, e.agentDisabled
+	mode, a, disabled := e.mode, e.agent, e.agentDisabled
 	e.mu.Unlock()
-	if closed {
+	if e.rep.Closed() {
 		return backend.FileResult{}, backend.ErrClosed
 	}
 	if mode != ModeAgent || a == nil || !a.alive() {

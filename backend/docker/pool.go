@@ -28,7 +28,7 @@ var _ backend.Claimer = (*Env)(nil)
 // A member whose helper has ended is refused without a round trip: the pool closes it.
 func (e *Env) Claim(ctx context.Context, session string) error {
 	e.mu.Lock()
-	closed, member, a := e.closed, e.cfg.PoolMember, e.agent
+	closed, member, a := e.rep.Closed(), e.cfg.PoolMember, e.agent
 	e.mu.Unlock()
 	switch {
 	case closed:

@@ -36,6 +36,7 @@ func TestClaimIsAtomic(t *testing.T) {
 	for i := range handles {
 		handles[i] = &Env{cfg: member.cfg, cli: member.cli, log: member.log, session: member.session,
 			name: member.name, agent: member.agent, containerID: member.containerID}
+		handles[i].rep = backend.NewRepairer(member.log, handles[i].logName, handles[i].mended, handles[i].prepare)
 	}
 	errs := make([]error, claimers)
 	var wg sync.WaitGroup
