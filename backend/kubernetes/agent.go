@@ -170,7 +170,7 @@ func (e *Env) startAgent(ctx context.Context, pod string) (*agentConn, []string,
 	}
 	e.log.Debug("helper in place", "pod", pod, "duration_ms", time.Since(start).Milliseconds())
 	cmd := e.helper.Argv(exe, libDir, "agent")
-	sctx, cancel := context.WithCancel(e.life)
+	sctx, cancel := context.WithCancel(e.rep.Life())
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	a := &agentConn{stdin: inW, stderr: agent.NewStderr(), done: make(chan struct{}), cancel: cancel}

@@ -71,20 +71,18 @@ type Env struct {
 	// helperProblem says why there is no helper binary to install.
 	helperProblem string
 
-	recoverMu sync.Mutex
-	life      context.Context
-	endLife   context.CancelFunc
+	// rep brings the pod and helper back when they go away, one repair at a time, and owes
+	// the next result its notes; Close waits for a repair in flight.
+	rep *backend.Repairer
 
-	mu           sync.Mutex
-	closed       bool
-	podUID       types.UID
-	node         string
-	podEnv       []string // the container's environment: the base of every command's
-	agent        *agentConn
-	pendingNotes []string
-	netNote      string // how [network] is held, for Describe
-	rtNote       string // whether the runtime class exists, for Describe
-	lastTouch    time.Time
+	mu        sync.Mutex
+	podUID    types.UID
+	node      string
+	podEnv    []string // the container's environment: the base of every command's
+	agent     *agentConn
+	netNote   string // how [network] is held, for Describe
+	rtNote    string // whether the runtime class exists, for Describe
+	lastTouch time.Time
 	// claimedBy is the session that claimed this warm-pool pod; claimLost says another
 	// claimer holds it, so Close leaves it alone (see pool.go).
 	claimedBy string
@@ -116,7 +114,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	if e.session == "" {
 		e.session = "e" + newID()
 	}
-	e.life, e.endLife = context.WithCancel(context.Background())
+	e.rep = backend.NewRepairer(e.log, e.logName, e.mended, e.prepare)
 	if b, err := helperBinary(cfg.AgentBinary); err != nil {
 		e.helperProblem = "resident helper unavailable: " + err.Error()
 	} else {
@@ -124,7 +122,8 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	}
 	spec, err := podSpec(cfg)
 	if err != nil {
-		e.endLife()
+		release, _ := e.rep.Close()
+		release()
 		return nil, fmt.Errorf("kubernetes: %w", err)
 	}
 	e.spec = spec
@@ -203,16 +202,11 @@ func (e *Env) securityNote() string {
 // pod another claimer took. A repair in
 // flight is cancelled and waited for.
 func (e *Env) Close(ctx context.Context) error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	release, first := e.rep.Close()
+	if !first {
 		return nil
 	}
-	e.closed = true
-	e.mu.Unlock()
-	e.endLife()
-	e.recoverMu.Lock()
-	defer e.recoverMu.Unlock()
+	defer release()
 	e.mu.Lock()
 	a, uid, lost := e.agent, e.podUID, e.claimLost
 	e.agent = nil
@@ -226,12 +220,6 @@ func (e *Env) Close(ctx context.Context) error {
 		return nil
 	}
 	return errors.Join(e.deletePod(ctx, uid, false), e.deleteNetworkPolicy(ctx))
-}
-
-func (e *Env) isClosed() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.closed
 }
 
 // apiErr wraps an API error; an API server that does not answer is unavailable.

@@ -23,7 +23,7 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 	if err := req.Validate(); err != nil {
 		return backend.Result{}, err
 	}
-	if e.isClosed() {
+	if e.rep.Closed() {
 		return backend.Result{}, backend.ErrClosed
 	}
 	dir, err := backend.WorkDir(e.cfg.Workdir, req.Dir)
@@ -64,51 +64,32 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 // helper's stream has ended (the pod deleted, evicted or its node lost, the API server
 // restarted).
 func (e *Env) ready(ctx context.Context) ([]string, error) {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil, backend.ErrClosed
-	}
-	if e.agent != nil && e.agent.alive() {
-		notes := e.pendingNotes
-		e.pendingNotes = nil
-		e.mu.Unlock()
-		return notes, nil
-	}
-	why := "the resident helper's stream ended"
-	if e.agent != nil {
-		if err := e.agent.client.Err(); err != nil {
-			why += " (" + err.Error() + ")"
+	return e.rep.Ready(ctx, func() (bool, string) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.agent != nil && e.agent.alive() {
+			return true, ""
 		}
-	}
-	e.mu.Unlock()
-	return e.repair(ctx, why)
+		why := "the resident helper's stream ended"
+		if e.agent != nil {
+			if err := e.agent.client.Err(); err != nil {
+				why += " (" + err.Error() + ")"
+			}
+		}
+		return false, why
+	})
 }
 
-// repair brings back a running pod and helper; concurrent callers repair once. Close
-// cancels a repair in flight and waits for it.
-func (e *Env) repair(ctx context.Context, why string) ([]string, error) {
-	e.recoverMu.Lock()
-	defer e.recoverMu.Unlock()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(e.life, cancel)
-	defer stop()
+// mended reports whether another call's repair brought the helper back while this one
+// waited for it (see [backend.Repairer]).
+func (e *Env) mended() bool {
 	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil, backend.ErrClosed
-	}
-	if e.agent != nil && e.agent.alive() {
-		notes := e.pendingNotes
-		e.pendingNotes = nil
-		e.mu.Unlock()
-		return notes, nil
-	}
-	e.mu.Unlock()
-	e.log.Info("repairing environment", "pod", e.name, "reason", why)
-	return e.prepare(ctx, why)
+	defer e.mu.Unlock()
+	return e.agent != nil && e.agent.alive()
 }
+
+// logName names the pod in the log.
+func (e *Env) logName() string { return "pod " + e.name }
 
 // prepare makes sure the pod runs with the helper in it. A pod that is gone or ended is
 // replaced and the notes say so; a helper whose stream broke while its pod still runs (an
@@ -148,7 +129,7 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed {
+	if e.rep.Closed() {
 		e.agent = a // Close, waiting for this repair, stops it
 		return nil, backend.ErrClosed
 	}
@@ -167,7 +148,7 @@ func (e *Env) touch() {
 	e.lastTouch = time.Now()
 	e.mu.Unlock()
 	go func() {
-		ctx, cancel := context.WithTimeout(e.life, apiTimeout)
+		ctx, cancel := context.WithTimeout(e.rep.Life(), apiTimeout)
 		defer cancel()
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, annLastUse, time.Now().UTC().Format(time.RFC3339))
 		_, err := e.cl.cs.CoreV1().Pods(e.cl.namespace).Patch(ctx, e.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})

@@ -23,7 +23,7 @@ func (e *Env) ClaimHandle() (*Env, error) {
 	defer e.mu.Unlock()
 	h := &Env{cfg: e.cfg, cl: cl, log: e.log, session: e.session, spec: e.spec, fp: e.fp, name: e.name,
 		podUID: e.podUID, node: e.node, agent: e.agent, lost: make(chan struct{})}
-	h.life, h.endLife = context.WithCancel(context.Background())
+	h.rep = backend.NewRepairer(h.log, h.logName, h.mended, h.prepare)
 	return h, nil
 }
 

@@ -17,9 +17,9 @@ func (e *Env) FileOp(ctx context.Context, req backend.FileRequest) (backend.File
 	if err != nil {
 		return backend.FileResult{}, err
 	}
+	e.rep.Owe(notes...) // owed to the next command's Result
 	e.mu.Lock()
 	a := e.agent
-	e.pendingNotes = append(notes, e.pendingNotes...) // owed to the next command's Result
 	e.mu.Unlock()
 	if a == nil {
 		return backend.FileResult{}, fmt.Errorf("kubernetes: %w: the helper is not running", backend.ErrNoHelper)

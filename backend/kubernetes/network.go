@@ -165,7 +165,7 @@ func (e *Env) runtimeClassNote() string {
 	if e.cfg.RuntimeClass == "" {
 		return "runtime class: the cluster's default (environment.kubernetes.runtime_class is unset)"
 	}
-	ctx, cancel := context.WithTimeout(e.life, 5*time.Second)
+	ctx, cancel := context.WithTimeout(e.rep.Life(), 5*time.Second)
 	defer cancel()
 	rc, err := e.cl.cs.NodeV1().RuntimeClasses().Get(ctx, e.cfg.RuntimeClass, metav1.GetOptions{})
 	switch {

@@ -16,8 +16,8 @@ import (
 // The watch is made again after it breaks (an API-server restart), with a pause.
 func (e *Env) watchPod() {
 	sel := fields.OneTermEqualSelector("metadata.name", e.name).String()
-	for e.life.Err() == nil {
-		w, err := e.cl.cs.CoreV1().Pods(e.cl.namespace).Watch(e.life, metav1.ListOptions{FieldSelector: sel})
+	for e.rep.Life().Err() == nil {
+		w, err := e.cl.cs.CoreV1().Pods(e.cl.namespace).Watch(e.rep.Life(), metav1.ListOptions{FieldSelector: sel})
 		if err == nil {
 			for ev := range w.ResultChan() {
 				p, ok := ev.Object.(*corev1.Pod)
@@ -32,7 +32,7 @@ func (e *Env) watchPod() {
 			w.Stop()
 		}
 		select {
-		case <-e.life.Done():
+		case <-e.rep.Life().Done():
 		case <-time.After(time.Second):
 		}
 	}
