@@ -109,7 +109,13 @@ func (e *Env) installFile(ctx context.Context, pod, bin, sha, dir, target string
 		return fmt.Errorf("agent binary: %w", err)
 	}
 	defer f.Close()
-	res, err := e.rawExec(ctx, pod, []string{"/bin/sh", "-c", installScript, "install", dir, target, sha}, f)
+	// The helper's tens of MB go through the API server and kubelet: part of starting the
+	// pod, so within pod_start_timeout rather than one API call's deadline (30 s was too
+	// short for a burst of cold pods at load 35).
+	res, err := e.rawExecWithin(ctx, e.cfg.PodStartTimeout.D(), pod, []string{"/bin/sh", "-c", installScript, "install", dir, target, sha}, f)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("install helper %s: not copied into the pod within pod_start_timeout (%s): %w", bin, e.cfg.PodStartTimeout.D(), err)
+	}
 	if err != nil {
 		return fmt.Errorf("install helper: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
@@ -56,10 +57,15 @@ func (e *Env) podExec(ctx context.Context, pod string, cmd []string, s execStrea
 	return 0, nil
 }
 
-// rawExec runs a small housekeeping command (install, probe) and keeps its output whole up
-// to 64 KiB, within apiTimeout.
+// rawExec runs a small housekeeping command (a survey, a probe) and keeps its output whole
+// up to 64 KiB, within apiTimeout.
 func (e *Env) rawExec(ctx context.Context, pod string, cmd []string, stdin io.Reader) (backend.Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	return e.rawExecWithin(ctx, apiTimeout, pod, cmd, stdin)
+}
+
+// rawExecWithin is rawExec within d.
+func (e *Env) rawExecWithin(ctx context.Context, d time.Duration, pod string, cmd []string, stdin io.Reader) (backend.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	stdout, stderr := backend.NewCappedBuffer(64<<10), backend.NewCappedBuffer(64<<10)
 	code, err := e.podExec(ctx, pod, cmd, execStreams{stdin: stdin, stdout: stdout, stderr: stderr})
