@@ -133,6 +133,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	}
 	e.fp = fingerprint(spec, cfg, e.session, digest)
 	e.name = podName(e.fp)
+	e.spec = withClaim(spec, e.name)
 	if _, err := e.prepare(ctx, ""); err != nil {
 		return nil, errors.Join(err, e.Close(ctx))
 	}
@@ -193,8 +194,12 @@ func (e *Env) securityNote() string {
 	if e.cfg.ServiceAccount != "" {
 		sa = "service account " + e.cfg.ServiceAccount
 	}
-	return fmt.Sprintf("pod security: uid/gid %d (non-root), no privilege escalation, all capabilities dropped, seccomp RuntimeDefault, read-only root filesystem (writable emptyDirs: %s, /tmp), %s with its token not mounted, limits cpu %s memory %s",
-		runAsID, e.cfg.Workdir, sa, e.cfg.CPULimit, e.cfg.MemoryLimit)
+	ws := "emptyDir"
+	if e.usesClaim() {
+		ws = "PersistentVolumeClaim " + e.name
+	}
+	return fmt.Sprintf("pod security: uid/gid %d (non-root), no privilege escalation, all capabilities dropped, seccomp RuntimeDefault, read-only root filesystem (writable: %s on %s, /tmp on an emptyDir), %s with its token not mounted, limits cpu %s memory %s",
+		runAsID, e.cfg.Workdir, ws, sa, e.cfg.CPULimit, e.cfg.MemoryLimit)
 }
 
 // Close stops the helper and deletes the pod, unless it belongs to a named session, whose
@@ -219,7 +224,7 @@ func (e *Env) Close(ctx context.Context) error {
 	if e.cfg.Session != "" || lost {
 		return nil
 	}
-	return errors.Join(e.deletePod(ctx, uid, false), e.deleteNetworkPolicy(ctx))
+	return errors.Join(e.deletePod(ctx, uid, false), e.deleteNetworkPolicy(ctx), e.deleteClaim(ctx))
 }
 
 // apiErr wraps an API error; an API server that does not answer is unavailable.

@@ -28,14 +28,22 @@ type Config struct {
 	Image string `toml:"image"`
 	// PullPolicy is the container's imagePullPolicy: IfNotPresent, Always or Never.
 	PullPolicy string `toml:"pull_policy"`
-	// Workdir is the workspace inside the pod (an emptyDir).
+	// Workdir is the workspace inside the pod.
 	Workdir string `toml:"workdir"`
+	// WorkspaceVolume is what holds the workspace: "emptyDir" (the default), whose files
+	// live as long as the pod, or "pvc", a PersistentVolumeClaim per session, whose files
+	// outlive a pod that is replaced.
+	WorkspaceVolume string `toml:"workspace_volume"`
+	// StorageClass is the workspace claim's storageClassName (with WorkspaceVolume "pvc");
+	// empty means the cluster's default class.
+	StorageClass string `toml:"storage_class"`
 	// CPURequest, CPULimit, MemoryRequest and MemoryLimit are Kubernetes quantities.
 	CPURequest    string `toml:"cpu_request"`
 	CPULimit      string `toml:"cpu_limit"`
 	MemoryRequest string `toml:"memory_request"`
 	MemoryLimit   string `toml:"memory_limit"`
-	// WorkspaceSize and TmpSize bound the workspace and /tmp emptyDirs.
+	// WorkspaceSize bounds the workspace (the emptyDir's size limit, or the claim's storage
+	// request); TmpSize bounds the /tmp emptyDir.
 	WorkspaceSize string `toml:"workspace_size"`
 	TmpSize       string `toml:"tmp_size"`
 	// RuntimeClass is the pod's runtimeClassName (gVisor, Kata); empty means the default.
@@ -83,6 +91,12 @@ type Toleration struct {
 	Effect   string `toml:"effect"`
 }
 
+// What holds the workspace (workspace_volume).
+const (
+	VolumeEmptyDir = "emptyDir"
+	VolumePVC      = "pvc"
+)
+
 // Ways to know NetworkPolicy is enforced.
 const (
 	EnforceDetect = "detect"
@@ -95,6 +109,7 @@ func DefaultConfig() Config {
 	return Config{
 		PullPolicy:               "IfNotPresent",
 		Workdir:                  "/workspace",
+		WorkspaceVolume:          VolumeEmptyDir,
 		CPURequest:               "100m",
 		CPULimit:                 "1",
 		MemoryRequest:            "64Mi",
@@ -121,7 +136,7 @@ func (c Config) withDefaults() Config {
 	}{
 		{&c.PullPolicy, d.PullPolicy}, {&c.Workdir, d.Workdir}, {&c.CPURequest, d.CPURequest},
 		{&c.CPULimit, d.CPULimit}, {&c.MemoryRequest, d.MemoryRequest}, {&c.MemoryLimit, d.MemoryLimit},
-		{&c.WorkspaceSize, d.WorkspaceSize}, {&c.TmpSize, d.TmpSize},
+		{&c.WorkspaceSize, d.WorkspaceSize}, {&c.TmpSize, d.TmpSize}, {&c.WorkspaceVolume, d.WorkspaceVolume},
 		{&c.NetworkPolicyEnforcement, d.NetworkPolicyEnforcement},
 	} {
 		if *f.p == "" {
@@ -184,7 +199,15 @@ func (c Config) Validate() error {
 			bad(q.k, "must be above 0: a pod always has limits")
 		}
 	}
-	for _, n := range []struct{ k, v string }{{"namespace", c.Namespace}, {"runtime_class", c.RuntimeClass}, {"service_account", c.ServiceAccount}} {
+	switch {
+	case c.WorkspaceVolume != VolumeEmptyDir && c.WorkspaceVolume != VolumePVC:
+		bad("workspace_volume", "want %q or %q, got %q", VolumeEmptyDir, VolumePVC, c.WorkspaceVolume)
+	case c.WorkspaceVolume == VolumePVC && c.WarmPool > 0:
+		bad("workspace_volume", `"pvc" makes a claim per session, which a warm pool's pods, made before their session is known, cannot have: set warm_pool = 0, or workspace_volume = %q`, VolumeEmptyDir)
+	case c.StorageClass != "" && c.WorkspaceVolume != VolumePVC:
+		bad("storage_class", `only with workspace_volume = %q: an emptyDir has no storage class`, VolumePVC)
+	}
+	for _, n := range []struct{ k, v string }{{"namespace", c.Namespace}, {"runtime_class", c.RuntimeClass}, {"service_account", c.ServiceAccount}, {"storage_class", c.StorageClass}} {
 		if n.v == "" {
 			continue
 		}

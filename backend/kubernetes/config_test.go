@@ -36,6 +36,10 @@ func TestValidateNamesKeys(t *testing.T) {
 		{"no deadline", "environment.kubernetes.pod_start_timeout", func(c *kubernetes.Config) { c.PodStartTimeout = -1 }},
 		{"pool too big", "environment.kubernetes.warm_pool: want 0 to 64", func(c *kubernetes.Config) { c.WarmPool = 65 }},
 		{"negative pool", "environment.kubernetes.warm_pool", func(c *kubernetes.Config) { c.WarmPool = -1 }},
+		{"workspace volume", `environment.kubernetes.workspace_volume: want "emptyDir" or "pvc"`, func(c *kubernetes.Config) { c.WorkspaceVolume = "hostPath" }},
+		{"claim with a pool", "environment.kubernetes.workspace_volume: \"pvc\" makes a claim per session", func(c *kubernetes.Config) { c.WorkspaceVolume, c.WarmPool = kubernetes.VolumePVC, 2 }},
+		{"class without a claim", "environment.kubernetes.storage_class: only with workspace_volume", func(c *kubernetes.Config) { c.StorageClass = "fast" }},
+		{"bad class", "environment.kubernetes.storage_class: \"Fast_SSD\" is not a valid name", func(c *kubernetes.Config) { c.WorkspaceVolume, c.StorageClass = kubernetes.VolumePVC, "Fast_SSD" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := kubernetes.DefaultConfig()

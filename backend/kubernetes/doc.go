@@ -8,8 +8,8 @@
 // named session finds the pod by name and reuses it only when the fingerprint label
 // matches. The pod is hardened by default: a fixed non-root uid, no privilege escalation,
 // every capability dropped, seccomp RuntimeDefault, a read-only root filesystem with
-// writable emptyDirs for the workspace, /tmp and the helper, CPU and memory limits always
-// set, no service-account token, no service links, and no variable from the host: each
+// writable emptyDirs for the workspace (or a claim per session, see volume.go), /tmp and
+// the helper, CPU and memory limits always set, no service-account token, no service links, and no variable from the host: each
 // command's environment is the image's plus the passthrough allowlist, secrets never.
 //
 // [network] mode "none" is a deny-all NetworkPolicy, which only some network plugins

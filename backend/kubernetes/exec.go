@@ -116,7 +116,7 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	var notes []string
 	switch {
 	case oldUID != "" && p.UID != oldUID:
-		notes = append(notes, "environment recreated: "+why+"; pod "+e.name+" was gone or had ended, "+note+" (files in the workspace are lost)")
+		notes = append(notes, "environment recreated: "+why+"; pod "+e.name+" was gone or had ended, "+note+" ("+e.workspaceFate()+")")
 	case why != "":
 		notes = append(notes, "restarted the resident helper: "+why)
 	}

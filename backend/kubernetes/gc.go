@@ -29,8 +29,8 @@ import (
 //   - pods unused for longer than their idle TTL (the last-use annotation, kept up to date
 //     while commands run, and set when a warm-pool pod is claimed).
 //
-// The NetworkPolicy of each deleted pod goes with it, and so does any Airlock policy whose
-// pod is gone.
+// The NetworkPolicy and workspace claim of each deleted pod go with it, and so does any
+// Airlock policy or claim whose pod is gone.
 func GC(ctx context.Context, c Config, opts backend.GCOptions) ([]backend.GCItem, error) {
 	c = c.withDefaults()
 	cl, err := connect(c)
@@ -75,7 +75,8 @@ func GC(ctx context.Context, c Config, opts backend.GCOptions) ([]backend.GCItem
 		}
 		items = append(items, it)
 	}
-	return append(items, gcPolicies(ctx, cl, alive, opts)...), nil
+	items = append(items, gcPolicies(ctx, cl, alive, opts)...)
+	return append(items, gcClaims(ctx, cl, alive, opts)...), nil
 }
 
 // gcReason says why p may be deleted, or "" to keep it.

@@ -57,7 +57,7 @@ var pid1 = []string{"/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 
 // digest, is the fingerprint.
 func podSpec(c Config) (corev1.PodSpec, error) {
 	q := func(s string) resource.Quantity { return resource.MustParse(s) }
-	wsSize, tmpSize := q(c.WorkspaceSize), q(c.TmpSize)
+	tmpSize := q(c.TmpSize)
 	agentSize := q("256Mi")
 	spec := corev1.PodSpec{
 		RestartPolicy:                 corev1.RestartPolicyNever,
@@ -95,10 +95,16 @@ func podSpec(c Config) (corev1.PodSpec, error) {
 			},
 		}},
 		Volumes: []corev1.Volume{
-			{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &wsSize}}},
+			{Name: "workspace", VolumeSource: workspaceSource(c)},
 			{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &tmpSize}}},
 			{Name: "airlock", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &agentSize}}},
 		},
+	}
+	if c.WorkspaceVolume == VolumePVC {
+		// A claim's volume is root's until kubelet gives it to the pod's group, which fsGroup
+		// does for the volume types that support it (making the emptyDirs setgid as well).
+		spec.SecurityContext.FSGroup = ptr.To[int64](runAsID)
+		spec.SecurityContext.FSGroupChangePolicy = ptr.To(corev1.FSGroupChangeOnRootMismatch)
 	}
 	if c.RuntimeClass != "" {
 		spec.RuntimeClassName = ptr.To(c.RuntimeClass)
@@ -182,6 +188,9 @@ func (e *Env) ensurePod(ctx context.Context) (*corev1.Pod, string, error) {
 		switch {
 		case apierrors.IsNotFound(err):
 			if err := e.ensureNetworkPolicy(ctx); err != nil {
+				return nil, "", err
+			}
+			if err := e.ensureClaim(ctx); err != nil {
 				return nil, "", err
 			}
 			actx, cancel := context.WithTimeout(ctx, apiTimeout)
