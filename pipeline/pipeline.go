@@ -28,6 +28,17 @@ type Ledger interface {
 	Append(event string, r *receipt.Receipt) error
 }
 
+// AsyncLedger is a Ledger that can queue a line without waiting for it to be durable
+// (*receipt.Ledger does). The pipeline queues a call's completed line this way, so that a
+// worker of a batch dispatches its next call while the line is being committed (often with
+// that call's dispatched line, in one fsync), and waits for every completed line of the batch
+// before the batch's results are returned: no result leaves before its receipt is durable,
+// and no call runs before its dispatched line is.
+type AsyncLedger interface {
+	Ledger
+	AppendAsync(event string, r *receipt.Receipt) (wait func() error)
+}
+
 // Options configure a Pipeline. Registry, Env, Policy and Approval are required.
 type Options struct {
 	Registry *tool.Registry
@@ -145,6 +156,8 @@ type flight struct {
 	started time.Time
 	decided time.Time  // when it left decide allowed, for its queue span
 	span    trace.Span // decide opens it first
+	// durable waits until the completed line is durable (see AsyncLedger); nil once waited.
+	durable func() error
 	mu      sync.Mutex
 }
 
@@ -175,6 +188,7 @@ func (p *Pipeline) RunBatch(ctx context.Context, calls []Call) []Result {
 			q := timings[i].Queued.Milliseconds()
 			f.result.Metadata.QueuedMS = &q
 		}
+		p.settle(f)
 		out[i] = *f.result
 	}
 	return out
@@ -629,11 +643,15 @@ func (p *Pipeline) finish(f *flight, status Status, code, msg string, outcome re
 
 // complete writes the final receipt line once the result is settled, then lets the
 // post-hooks look at it. A post-hook cannot change the result: it gets a deep copy, and its
-// panics are logged and dropped.
+// panics are logged and dropped. With an AsyncLedger the line is only queued here, and the
+// post-hooks (which keep session state: hashes read, a plan's step) may run before it is
+// durable; RunBatch waits for it (settle) before it returns the result.
 func (p *Pipeline) complete(f *flight) {
-	if err := p.appendLedgerErr(receipt.EventCompleted, f.rec); err != nil {
-		p.log.Error("ledger append failed", "call_id", f.call.ID, "event", receipt.EventCompleted, "error", err)
-		f.result.Metadata.Notes = append(f.result.Metadata.Notes, "the receipt could not be written to the ledger: "+err.Error())
+	if al, ok := p.opts.Ledger.(AsyncLedger); ok {
+		cp := *f.rec
+		f.durable = al.AppendAsync(receipt.EventCompleted, &cp)
+	} else if err := p.appendLedgerErr(receipt.EventCompleted, f.rec); err != nil {
+		p.completedFailed(f, err)
 	}
 	p.endCallSpan(f)
 	if len(p.opts.PostHooks) == 0 {
@@ -656,6 +674,24 @@ func (p *Pipeline) complete(f *flight) {
 			h.After(context.Background(), f.req, cp)
 		}()
 	}
+}
+
+// settle waits until the call's completed line is durable, and says in the result's notes
+// when it could not be written.
+func (p *Pipeline) settle(f *flight) {
+	if f.durable == nil {
+		return
+	}
+	err := f.durable()
+	f.durable = nil
+	if err != nil {
+		p.completedFailed(f, err)
+	}
+}
+
+func (p *Pipeline) completedFailed(f *flight, err error) {
+	p.log.Error("ledger append failed", "call_id", f.call.ID, "event", receipt.EventCompleted, "error", err)
+	f.result.Metadata.Notes = append(f.result.Metadata.Notes, "the receipt could not be written to the ledger: "+err.Error())
 }
 
 func (p *Pipeline) appendLedger(event string, r *receipt.Receipt) {

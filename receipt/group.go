@@ -44,11 +44,21 @@ func WithoutGroupCommit() Option {
 // appendGrouped queues ln and either finds it committed by another caller's group or
 // commits the queue itself.
 func (l *Ledger) appendGrouped(ln Line) error {
+	return l.await(l.enqueue(ln))
+}
+
+// enqueue puts ln at the end of the queue for the next group commit.
+func (l *Ledger) enqueue(ln Line) *pendingLine {
 	p := &pendingLine{ln: ln}
 	l.qmu.Lock()
 	l.queue = append(l.queue, p)
 	l.qmu.Unlock()
+	return p
+}
 
+// await returns once p was committed, by another caller's group or by committing the queue
+// itself, with the error p's line met.
+func (l *Ledger) await(p *pendingLine) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if p.done {
@@ -61,6 +71,22 @@ func (l *Ledger) appendGrouped(ln Line) error {
 	l.qmu.Unlock()
 	l.commitGroup(group)
 	return p.err
+}
+
+// AppendAsync queues one event for r and returns at once, with a function that waits until
+// that line is durable and returns the error it met. The line is committed at once in the
+// background, or sooner with the group of another append; lines become durable in the order
+// they were queued, so a later Append's line is never durable before this one. A caller
+// that runs on without waiting (a completed line, while the next call of its batch is
+// dispatched) must wait before it lets anyone see what the line records.
+func (l *Ledger) AppendAsync(event string, r *Receipt) (wait func() error) {
+	if l.oneAtATime {
+		err := l.Append(event, r)
+		return func() error { return err }
+	}
+	p := l.enqueue(Line{Event: event, Receipt: r})
+	go func() { _ = l.await(p) }()
+	return func() error { return l.await(p) }
 }
 
 // commitGroup makes the lines of group durable in order and sets each one's error.
