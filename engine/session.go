@@ -347,6 +347,14 @@ type policies struct {
 	more  []pipeline.Policy
 }
 
+// Prepare lets the path policy resolve a batch's paths ahead (see [pipeline.Preparer]).
+func (p policies) Prepare(ctx context.Context, reqs []*pipeline.Request) func(context.Context) context.Context {
+	if pr, ok := p.paths.(pipeline.Preparer); ok {
+		return pr.Prepare(ctx, reqs)
+	}
+	return nil
+}
+
 func (p policies) Check(ctx context.Context, req *pipeline.Request) (pipeline.Verdict, error) {
 	v, err := p.paths.Check(ctx, req)
 	if err != nil || v.Decision != pipeline.Allow {

@@ -127,11 +127,11 @@ func (p *Policy) Check(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 	readRoots, readConf := absAll(ws, p.cfg.ReadRoots)
 	writeRoots, writeConf := absAll(ws, p.cfg.WriteRoots)
 	protected, _ := absAll(ws, p.opts.protected)
-	all := slices.Concat([]string{path.Clean(ws)}, readRoots, writeRoots, protected)
+	all := p.fixedPaths(ws)
 	for _, t := range targets {
 		all = append(all, t.Path)
 	}
-	rs, err := resolve(ctx, req.Env, all)
+	rs, err := resolveWith(ctx, req.Env, all)
 	if err != nil {
 		return pipeline.Verdict{}, fmt.Errorf("pathpolicy: %w", err)
 	}
@@ -222,6 +222,15 @@ func decodeArgs(raw json.RawMessage) map[string]json.RawMessage {
 	var m map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &m)
 	return m
+}
+
+// fixedPaths are the paths every Check resolves before the call's own: the workspace, the
+// read roots, the write roots and the protected files, in that order.
+func (p *Policy) fixedPaths(ws string) []string {
+	readRoots, _ := absAll(ws, p.cfg.ReadRoots)
+	writeRoots, _ := absAll(ws, p.cfg.WriteRoots)
+	protected, _ := absAll(ws, p.opts.protected)
+	return slices.Concat([]string{path.Clean(ws)}, readRoots, writeRoots, protected)
 }
 
 // absAll makes configured paths absolute and returns them with the entries they came from;

@@ -165,9 +165,10 @@ type flight struct {
 // through the scheduler, concurrently where their paths do not conflict. Results come back
 // in input order.
 func (p *Pipeline) RunBatch(ctx context.Context, calls []Call) []Result {
+	prep := p.prepare(ctx, calls)
 	flights := make([]*flight, len(calls))
 	for i, c := range calls {
-		flights[i] = p.decide(ctx, c, i)
+		flights[i] = p.decide(ctx, c, i, prep)
 	}
 	stop := &ledgerStop{}
 	tasks := make([]concurrency.Task, len(flights))
@@ -196,7 +197,7 @@ func (p *Pipeline) RunBatch(ctx context.Context, calls []Call) []Result {
 
 // decide takes a call through registry, schema, policy, approval and pre-hooks. A call
 // refused at any step leaves with its result and receipt written.
-func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
+func (p *Pipeline) decide(ctx context.Context, c Call, index int, prep *prepared) *flight {
 	c.Arguments = normalizeArgs(c.Arguments)
 	if c.ID == "" {
 		c.ID = GenerateCallID(c, index)
@@ -241,15 +242,16 @@ func (p *Pipeline) decide(ctx context.Context, c Call, index int) *flight {
 		}
 	}
 	f.req = &Request{Call: c, Tool: t, Args: c.Arguments, PathRefs: refs, Env: p.opts.Env, SessionID: p.opts.SessionID}
-	p.judge(ctx, f, log)
+	p.judge(ctx, f, log, prep)
 	return f
 }
 
 // judge takes a call the registry and its schema accepted through policy and approval. A
 // refusal leaves the call with its result and receipt written; an allowed call leaves with
 // its decision recorded, ready to be scheduled.
-func (p *Pipeline) judge(ctx context.Context, f *flight, log hclog.Logger) {
+func (p *Pipeline) judge(ctx context.Context, f *flight, log hclog.Logger, prep *prepared) {
 	pctx, ps := p.step(ctx, f, "policy")
+	pctx = prep.with(pctx)
 	v, err := recoverStep("policy", func() (Verdict, error) { return p.opts.Policy.Check(pctx, f.req) })
 	ps.End()
 	if err != nil && ctx.Err() != nil {
@@ -280,6 +282,7 @@ func (p *Pipeline) judge(ctx context.Context, f *flight, log hclog.Logger) {
 	decidedBy := []string{v.DecidedBy}
 
 	f.req.OnWait = func() {
+		prep.drop()
 		f.rec.Decision = string(Ask)
 		f.rec.ReasonCode = "awaiting_approval"
 		f.rec.Outcome = receipt.Interrupted

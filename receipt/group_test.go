@@ -281,3 +281,57 @@ func BenchmarkConcurrentAppend(b *testing.B) {
 		}
 	}
 }
+
+// TestAppendAsync: a line queued with AppendAsync is committed without its caller waiting,
+// in order with the appends after it: its wait returns once the line is in the file, a
+// later Append's line never comes before it, and the chain verifies. A failed sync reaches
+// the waiter.
+func TestAppendAsync(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "receipts.jsonl")
+	l, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var waits []func() error
+	for i := range 20 {
+		waits = append(waits, l.AppendAsync(EventCompleted, &Receipt{CallID: fmt.Sprintf("async-%d", i)}))
+		if err := l.Append(EventDispatched, &Receipt{CallID: fmt.Sprintf("sync-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, w := range waits {
+		if err := w(); err != nil {
+			t.Fatalf("wait %d: %v", i, err)
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lines, err := ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 40 {
+		t.Fatalf("%d lines, want 40", len(lines))
+	}
+	for i, ln := range lines {
+		want := fmt.Sprintf("async-%d", i/2)
+		if i%2 == 1 {
+			want = fmt.Sprintf("sync-%d", i/2)
+		}
+		if ln.Receipt.CallID != want {
+			t.Errorf("line %d is %s, want %s", i+1, ln.Receipt.CallID, want)
+		}
+	}
+	if n, err := VerifyFile(path); err != nil || n != 40 {
+		t.Fatalf("verify: %d lines, %v", n, err)
+	}
+
+	l.syncFile = func(*os.File) error { return syscall.EIO }
+	if err := l.AppendAsync(EventCompleted, &Receipt{CallID: "lost"})(); !errors.Is(err, syscall.EIO) {
+		t.Errorf("wait after a failed sync: %v, want EIO", err)
+	}
+}
