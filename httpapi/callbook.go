@@ -109,6 +109,12 @@ func (b *callBook) evict() {
 			continue
 		}
 		delete(b.calls, k)
+		if i == 0 {
+			// The oldest goes: no copy of the whole order per call (append reallocates
+			// the array, without what was cut, once it is full).
+			b.order = b.order[1:]
+			continue
+		}
 		b.order = append(b.order[:i], b.order[i+1:]...)
 	}
 }
