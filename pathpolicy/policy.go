@@ -124,10 +124,8 @@ func (p *Policy) Check(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 	}
 
 	// Resolution step: the workspace, roots, protected files and paths in one command.
-	readRoots, readConf := absAll(ws, p.cfg.ReadRoots)
-	writeRoots, writeConf := absAll(ws, p.cfg.WriteRoots)
-	protected, _ := absAll(ws, p.opts.protected)
-	all := p.fixedPaths(ws)
+	fx := p.fixedPaths(ws)
+	all := fx.all()
 	for _, t := range targets {
 		all = append(all, t.Path)
 	}
@@ -146,9 +144,9 @@ func (p *Policy) Check(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 		}
 		return out
 	}
-	rules.ReadRoots = take(readRoots, readConf)
-	rules.WriteRoots = take(writeRoots, writeConf)
-	for _, r := range take(protected, protected) {
+	rules.ReadRoots = take(fx.read, fx.readConf)
+	rules.WriteRoots = take(fx.write, fx.writeConf)
+	for _, r := range take(fx.protected, fx.protected) {
 		rules.Protected = append(rules.Protected, r.Path, r.Real)
 	}
 	for i := range targets {
@@ -224,13 +222,27 @@ func decodeArgs(raw json.RawMessage) map[string]json.RawMessage {
 	return m
 }
 
-// fixedPaths are the paths every Check resolves before the call's own: the workspace, the
-// read roots, the write roots and the protected files, in that order.
-func (p *Policy) fixedPaths(ws string) []string {
-	readRoots, _ := absAll(ws, p.cfg.ReadRoots)
-	writeRoots, _ := absAll(ws, p.cfg.WriteRoots)
-	protected, _ := absAll(ws, p.opts.protected)
-	return slices.Concat([]string{path.Clean(ws)}, readRoots, writeRoots, protected)
+// fixed are the paths every Check resolves before the call's own, absolute, with the
+// configured entries of the roots they came from.
+type fixed struct {
+	ws               string
+	read, readConf   []string
+	write, writeConf []string
+	protected        []string
+}
+
+func (p *Policy) fixedPaths(ws string) fixed {
+	fx := fixed{ws: path.Clean(ws)}
+	fx.read, fx.readConf = absAll(ws, p.cfg.ReadRoots)
+	fx.write, fx.writeConf = absAll(ws, p.cfg.WriteRoots)
+	fx.protected, _ = absAll(ws, p.opts.protected)
+	return fx
+}
+
+// all lists them in the order Check reads their resolutions: the workspace, the read
+// roots, the write roots, the protected files.
+func (fx fixed) all() []string {
+	return slices.Concat([]string{fx.ws}, fx.read, fx.write, fx.protected)
 }
 
 // absAll makes configured paths absolute and returns them with the entries they came from;

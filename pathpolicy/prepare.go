@@ -41,7 +41,7 @@ func (p *Policy) Prepare(ctx context.Context, reqs []*pipeline.Request) func(con
 			all = append(all, q)
 		}
 	}
-	for _, q := range p.fixedPaths(ws) {
+	for _, q := range p.fixedPaths(ws).all() {
 		add(q)
 	}
 	// A pipeline's calls all run in its one environment, the one asked here.
