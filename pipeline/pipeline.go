@@ -156,6 +156,9 @@ type flight struct {
 	started time.Time
 	decided time.Time  // when it left decide allowed, for its queue span
 	span    trace.Span // decide opens it first
+	// queue: the call is one of several in its batch, and its completed line is queued
+	// (see AsyncLedger); a call alone has no next call to dispatch meanwhile, and waits.
+	queue bool
 	// durable waits until the completed line is durable (see AsyncLedger); nil once waited.
 	durable func() error
 	mu      sync.Mutex
@@ -168,7 +171,7 @@ func (p *Pipeline) RunBatch(ctx context.Context, calls []Call) []Result {
 	prep := p.prepare(ctx, calls)
 	flights := make([]*flight, len(calls))
 	for i, c := range calls {
-		flights[i] = p.decide(ctx, c, i, prep)
+		flights[i] = p.decide(ctx, c, i, prep, len(calls) > 1)
 	}
 	stop := &ledgerStop{}
 	tasks := make([]concurrency.Task, len(flights))
@@ -197,12 +200,12 @@ func (p *Pipeline) RunBatch(ctx context.Context, calls []Call) []Result {
 
 // decide takes a call through registry, schema, policy, approval and pre-hooks. A call
 // refused at any step leaves with its result and receipt written.
-func (p *Pipeline) decide(ctx context.Context, c Call, index int, prep *prepared) *flight {
+func (p *Pipeline) decide(ctx context.Context, c Call, index int, prep *prepared, queue bool) *flight {
 	c.Arguments = normalizeArgs(c.Arguments)
 	if c.ID == "" {
 		c.ID = GenerateCallID(c, index)
 	}
-	f := &flight{call: c, rec: p.newReceipt(c)}
+	f := &flight{call: c, rec: p.newReceipt(c), queue: queue}
 	log := p.log.With("call_id", c.ID, "tool", c.Name)
 	ctx = p.startCallSpan(ctx, f)
 
@@ -650,7 +653,7 @@ func (p *Pipeline) finish(f *flight, status Status, code, msg string, outcome re
 // post-hooks (which keep session state: hashes read, a plan's step) may run before it is
 // durable; RunBatch waits for it (settle) before it returns the result.
 func (p *Pipeline) complete(f *flight) {
-	if al, ok := p.opts.Ledger.(AsyncLedger); ok {
+	if al, ok := p.opts.Ledger.(AsyncLedger); ok && f.queue {
 		cp := *f.rec
 		f.durable = al.AppendAsync(receipt.EventCompleted, &cp)
 	} else if err := p.appendLedgerErr(receipt.EventCompleted, f.rec); err != nil {
