@@ -84,9 +84,31 @@ func (l *Ledger) AppendAsync(event string, r *Receipt) (wait func() error) {
 		err := l.Append(event, r)
 		return func() error { return err }
 	}
-	p := l.enqueue(Line{Event: event, Receipt: r})
-	go func() { _ = l.await(p) }()
+	p := &pendingLine{ln: Line{Event: event, Receipt: r}}
+	l.qmu.Lock()
+	l.queue = append(l.queue, p)
+	start := !l.flushing
+	l.flushing = true
+	l.qmu.Unlock()
+	if start {
+		go l.flush()
+	}
 	return func() error { return l.await(p) }
+}
+
+// flush commits what is queued, for the lines queued by AppendAsync. One flush at a time is
+// started: a line queued while one waits for the ledger's mutex goes in its group.
+func (l *Ledger) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.qmu.Lock()
+	group := l.queue
+	l.queue = nil
+	l.flushing = false
+	l.qmu.Unlock()
+	if len(group) > 0 {
+		l.commitGroup(group)
+	}
 }
 
 // commitGroup makes the lines of group durable in order and sets each one's error.

@@ -77,6 +77,7 @@ type Ledger struct {
 	// Group commit (group.go): lines waiting for the next writer, under qmu.
 	qmu      sync.Mutex
 	queue    []*pendingLine
+	flushing bool // a flush for AppendAsync is started and has not taken the queue yet
 	batchBuf []byte
 	// oneAtATime turns group commit off (WithoutGroupCommit).
 	oneAtATime bool
