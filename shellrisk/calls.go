@@ -1,7 +1,6 @@
 package shellrisk
 
 import (
-	"maps"
 	"path"
 	"strings"
 
@@ -58,7 +57,9 @@ func (w *walker) call(c *syntax.CallExpr, in stdin) {
 		for k, p := range priors {
 			switch {
 			case p.ifsDefault && !specialBuiltins[name] && !isFunc:
-				delete(w.st.vars, k)
+				if _, ok := w.st.vars[k]; ok {
+					delete(w.st.ownVars(), k)
+				}
 				w.st.ifsUnknown = false
 			case p.ok && !specialBuiltins[name] && !isFunc:
 				w.setVar(k, p.v)
@@ -99,7 +100,8 @@ func (w *walker) callWord(args []arg, in stdin, seg string) {
 			w.add(codeTooComplex, w.src)
 			return
 		}
-		before := maps.Clone(w.st.vars)
+		// The copy shares vars with the state until the call changes them.
+		before := w.st.clone().vars
 		w.callFunc(name.text, def, in, seg)
 		// local restores what the function changed; without it the change stays.
 		for k, v := range w.st.vars {
@@ -193,9 +195,11 @@ func (w *walker) lookup(name arg, seg string) (*program, bool) {
 }
 
 func (w *walker) find(name string) (*program, bool) {
-	for _, cand := range normaliseName(name) {
-		if p, ok := w.rules.programs[cand]; ok {
-			return p, true
+	for i := range nameForms {
+		if cand, ok := nameForm(name, i); ok {
+			if p, ok := w.rules.programs[cand]; ok {
+				return p, true
+			}
 		}
 	}
 	return nil, false

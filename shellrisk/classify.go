@@ -127,8 +127,20 @@ func (c *Classifier) classify(cx Context, command string) Verdict {
 	return v
 }
 
+// parsers keeps bash parsers between parses: a parser is a few KB (its read buffers), and
+// one classification parses several times (sh -c, eval, aliases, the POSIX readings).
+var parsers = sync.Pool{New: func() any { return new(syntax.Parser) }}
+
+// parse parses src as bash, with a parser in the state [syntax.NewParser] gives.
 func parse(src string) (*syntax.File, error) {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(src), "")
+	p := parsers.Get().(*syntax.Parser)
+	syntax.Variant(syntax.LangBash)(p)
+	syntax.KeepComments(true)(p)
+	f, err := p.Parse(strings.NewReader(src), "")
+	// Zeroed, it holds nothing of this parse (the tree, the source) and is what
+	// syntax.NewParser starts from.
+	*p = syntax.Parser{}
+	parsers.Put(p)
 	if err != nil {
 		return nil, fmt.Errorf("parse command: %w", err)
 	}

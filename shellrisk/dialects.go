@@ -27,6 +27,30 @@ import (
 
 // bashOnly reports whether f uses syntax that a POSIX shell reads differently. It must run
 // before the walk, which expands braces in the tree.
+// braceWord reports whether the literal text of a word, its quoted parts left out, reads
+// as a brace expansion to bash.
+func braceWord(x *syntax.Word) bool {
+	open, closed := false, false
+	for _, p := range x.Parts {
+		if l, ok := p.(*syntax.Lit); ok {
+			open = open || strings.Contains(l.Value, "{")
+			closed = closed || strings.Contains(l.Value, "}")
+		}
+	}
+	if !open || !closed {
+		// Most words: no text to join.
+		return false
+	}
+	var b strings.Builder
+	for _, p := range x.Parts {
+		if l, ok := p.(*syntax.Lit); ok {
+			b.WriteString(l.Value)
+		}
+	}
+	v := b.String()
+	return strings.Contains(v, ",") || strings.Contains(v, "..")
+}
+
 func bashOnly(f *syntax.File) bool {
 	found := false
 	syntax.Walk(f, func(n syntax.Node) bool {
@@ -44,14 +68,7 @@ func bashOnly(f *syntax.File) bool {
 		case *syntax.Word:
 			// {a,b} and {1..3}, also with quotes inside ({rm,-r''f,/}); syntax.SplitBraces
 			// would change the tree.
-			var b strings.Builder
-			for _, p := range x.Parts {
-				if l, ok := p.(*syntax.Lit); ok {
-					b.WriteString(l.Value)
-				}
-			}
-			v := b.String()
-			found = strings.Contains(v, "{") && strings.Contains(v, "}") && (strings.Contains(v, ",") || strings.Contains(v, ".."))
+			found = braceWord(x)
 		case *syntax.FuncDecl:
 			found = x.RsrvWord
 		case *syntax.Assign:

@@ -30,7 +30,7 @@ type flagValue struct {
 // scan splits args the way getopt would. For a wrapper, options end at the first operand:
 // what follows belongs to the wrapped command.
 func (w *walker) scan(p *program, args []arg, wrapper bool) scanned {
-	s := scanned{args: args, valueArg: map[int]bool{}}
+	s := scanned{args: args}
 	exprStarted := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -60,7 +60,7 @@ func (w *walker) scan(p *program, args []arg, wrapper bool) scanned {
 			v, at := t[2:], i
 			if v == "" && i+1 < len(args) {
 				i++
-				s.valueArg[i] = true
+				s.markValue(i)
 				v = args[i].text
 				if args[i].dynamic {
 					v = dynamicMark
@@ -83,7 +83,7 @@ func (w *walker) scan(p *program, args []arg, wrapper bool) scanned {
 			s.flagAt = append(s.flagAt, i)
 			if takesValue(p, t) && i+1 < len(args) {
 				s.values = appendValues(s.values, valueKeys(p, t), args[i+1], i)
-				s.valueArg[i+1] = true
+				s.markValue(i + 1)
 				i++
 			} else if name, v, ok := strings.Cut(t, "="); ok && (strings.HasPrefix(t, "--") || p.valueFlags[name]) {
 				s.values = appendValues(s.values, longNames(p, name), attached(v), i)
@@ -106,6 +106,14 @@ func (w *walker) scan(p *program, args []arg, wrapper bool) scanned {
 		s.operands = append(s.operands, a)
 	}
 	return s
+}
+
+// markValue records that the argument at i is a flag's value.
+func (s *scanned) markValue(i int) {
+	if s.valueArg == nil {
+		s.valueArg = map[int]bool{}
+	}
+	s.valueArg[i] = true
 }
 
 // appendValues records val as the value of each flag in keys.

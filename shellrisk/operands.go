@@ -198,7 +198,7 @@ func (w *walker) namesAirlockState(t string) bool {
 	if _, v, ok := strings.Cut(t, "="); ok && strings.HasPrefix(t, "-") {
 		t = v
 	}
-	for _, c := range strings.Split(t, "/") {
+	for c := range strings.SplitSeq(t, "/") {
 		for _, name := range w.rules.paths.AirlockState {
 			if c == name {
 				return true
@@ -266,9 +266,12 @@ func (w *walker) changeDir(ops []arg) {
 		w.st.cwds, w.st.cwdDynamic = []string{cleanAbs(t)}, false
 		return
 	}
+	// A new slice: copies of the state share the old one.
+	cwds := make([]string, len(w.st.cwds))
 	for i, c := range w.st.cwds {
-		w.st.cwds[i] = joinPath(c, t)
+		cwds[i] = joinPath(c, t)
 	}
+	w.st.cwds = cwds
 }
 
 // tempFile judges what mktemp creates: a file (or directory) named from the template, in

@@ -414,27 +414,36 @@ type ruleSet struct {
 	secretPaths    [][]string
 }
 
-// normaliseName returns the candidates a program name is looked up under, most specific
-// first: as written, lower-cased (case-insensitive file systems run RM as rm), without a
-// version or variant suffix (python3.12, mkfs.ext4, pip3).
-func normaliseName(name string) []string {
-	out := []string{name}
-	add := func(s string) {
-		if s != "" && !slices.Contains(out, s) {
-			out = append(out, s)
-		}
+// nameForms is how many forms of a program name it is looked up under.
+const nameForms = 5
+
+// nameForm returns the i-th form a program name is looked up under, most specific first:
+// as written, lower-cased (case-insensitive file systems run RM as rm), up to its first dot,
+// without a version or variant suffix (python3.12, mkfs.ext4, pip3), and that up to its
+// first dot. ok is false where a form does not exist. A lookup tries them one by one,
+// without building a list of them.
+func nameForm(name string, i int) (string, bool) {
+	if i == 0 {
+		return name, true
 	}
 	lower := strings.ToLower(name)
-	add(lower)
-	if i := strings.IndexByte(lower, '.'); i > 0 {
-		add(lower[:i])
+	switch i {
+	case 1:
+		return lower, lower != ""
+	case 2:
+		if j := strings.IndexByte(lower, '.'); j > 0 {
+			return lower[:j], true
+		}
+		return "", false
 	}
 	trimmed := strings.TrimRight(lower, "0123456789.-")
-	add(trimmed)
-	if i := strings.IndexByte(trimmed, '.'); i > 0 {
-		add(trimmed[:i])
+	if i == 3 {
+		return trimmed, trimmed != ""
 	}
-	return out
+	if j := strings.IndexByte(trimmed, '.'); j > 0 {
+		return trimmed[:j], true
+	}
+	return "", false
 }
 
 // hijacks reports whether assigning the environment variable name changes which code

@@ -24,6 +24,7 @@ type shellState struct {
 	vars  map[string]varValue
 	funcs map[string]*funcDef
 	// cwds are the directories the shell may be in, relative to the workspace or absolute.
+	// The slice is never changed in place: copies of the state share it.
 	cwds       []string
 	cwdDynamic bool
 	// noVars is set once a nameref exists (declare -n): an assignment to one name may then
@@ -37,6 +38,11 @@ type shellState struct {
 	// declared integers, whose assigned values bash evaluates (see arith.go).
 	data map[string]bool
 	ints map[string]bool
+	// varsShared and funcsShared say that vars or funcs may be shared with another copy
+	// of the state: it is copied before it is changed (see ownVars). Branches and
+	// subshells copy the state at every pipeline and list, and most of them change
+	// nothing in it.
+	varsShared, funcsShared bool
 }
 
 // varValue is a variable's literal value.
@@ -57,15 +63,38 @@ type funcDef struct {
 }
 
 func newState() shellState {
-	return shellState{vars: map[string]varValue{}, funcs: map[string]*funcDef{}, cwds: []string{"."}}
+	return shellState{cwds: []string{"."}}
 }
 
-func (s shellState) clone() shellState {
-	s.vars = maps.Clone(s.vars)
-	s.funcs = maps.Clone(s.funcs)
-	s.cwds = slices.Clone(s.cwds)
-	// data and ints are never changed in place (withKey, withoutKey): copies share them.
-	return s
+// clone returns a copy of the state that shares its maps until either side changes them.
+func (s *shellState) clone() shellState {
+	s.varsShared, s.funcsShared = true, true
+	// data and ints are never changed in place (withKey, withoutKey), nor cwds: copies
+	// share them.
+	return *s
+}
+
+// ownVars returns vars ready to be changed: a copy of its own when it may be shared, a new
+// map when there is none.
+func (s *shellState) ownVars() map[string]varValue {
+	if s.vars == nil {
+		s.vars = map[string]varValue{}
+	} else if s.varsShared {
+		s.vars = maps.Clone(s.vars)
+	}
+	s.varsShared = false
+	return s.vars
+}
+
+// ownFuncs is ownVars for funcs.
+func (s *shellState) ownFuncs() map[string]*funcDef {
+	if s.funcs == nil {
+		s.funcs = map[string]*funcDef{}
+	} else if s.funcsShared {
+		s.funcs = maps.Clone(s.funcs)
+	}
+	s.funcsShared = false
+	return s.funcs
 }
 
 // withKey returns set with k in it, a new map when k was not; withoutKey the same without
@@ -100,7 +129,7 @@ func withoutKey(set map[string]bool, k string) map[string]bool {
 // session's $TMPDIR.
 func (w *walker) seedVars() {
 	if w.cx.TMPDIR != "" {
-		w.st.vars["TMPDIR"] = varValue{text: w.cx.TMPDIR}
+		w.st.ownVars()["TMPDIR"] = varValue{text: w.cx.TMPDIR}
 	}
 }
 
@@ -117,12 +146,11 @@ func (w *walker) isolated(fn func()) {
 func (w *walker) child(fn func()) {
 	saved := w.st
 	// A shell resets IFS when it starts: ifsUnknown is false.
-	w.st = shellState{vars: map[string]varValue{}, funcs: map[string]*funcDef{},
-		cwds: slices.Clone(saved.cwds), cwdDynamic: saved.cwdDynamic}
+	w.st = shellState{cwds: saved.cwds, cwdDynamic: saved.cwdDynamic}
 	if v, ok := saved.vars["TMPDIR"]; ok && w.cx.TMPDIR != "" && v == (varValue{text: w.cx.TMPDIR}) && !saved.noVars {
 		// The session's TMPDIR is in the environment every child inherits; a value the
 		// command gave it may not be exported, so it is unknown there.
-		w.st.vars["TMPDIR"] = v
+		w.st.ownVars()["TMPDIR"] = v
 	}
 	fn()
 	w.st = saved
@@ -155,17 +183,18 @@ func mergeStates(outs []shellState) shellState {
 		}
 		for k, v := range m.vars {
 			if ov, ok := o.vars[k]; !ok || ov != v {
-				delete(m.vars, k)
+				delete(m.ownVars(), k)
 			}
 		}
 		for k, f := range m.funcs {
 			if o.funcs[k] != f {
-				delete(m.funcs, k)
+				delete(m.ownFuncs(), k)
 			}
 		}
 		for _, c := range o.cwds {
 			if !slices.Contains(m.cwds, c) {
-				m.cwds = append(m.cwds, c)
+				// A new slice: m.cwds is shared with the outcomes.
+				m.cwds = append(slices.Clip(m.cwds), c)
 			}
 		}
 		m.cwdDynamic = m.cwdDynamic || o.cwdDynamic
@@ -178,11 +207,13 @@ func mergeStates(outs []shellState) shellState {
 		}
 	}
 	if !ifsKnown {
-		delete(m.vars, "IFS")
+		if _, ok := m.vars["IFS"]; ok {
+			delete(m.ownVars(), "IFS")
+		}
 		m.ifsUnknown = true
 	}
 	if len(m.cwds) > maxCwds {
-		m.cwds = m.cwds[:1]
+		m.cwds = m.cwds[:1:1]
 		m.cwdDynamic = true
 	}
 	return m
@@ -205,7 +236,7 @@ func (w *walker) setVar(name string, v varValue) {
 	if w.st.noVars {
 		return
 	}
-	w.st.vars[name] = v
+	w.st.ownVars()[name] = v
 	w.st.data = withoutKey(w.st.data, name)
 	if name == "IFS" {
 		w.st.ifsUnknown = false
@@ -213,7 +244,9 @@ func (w *walker) setVar(name string, v varValue) {
 }
 
 func (w *walker) forget(name string) {
-	delete(w.st.vars, name)
+	if _, ok := w.st.vars[name]; ok {
+		delete(w.st.ownVars(), name)
+	}
 	w.st.data = withoutKey(w.st.data, name)
 	if name == "IFS" {
 		w.st.ifsUnknown = true
@@ -221,7 +254,7 @@ func (w *walker) forget(name string) {
 }
 
 func (w *walker) forgetVars() {
-	w.st.vars = map[string]varValue{}
+	w.st.vars, w.st.varsShared = nil, false
 	w.st.ifsUnknown = true
 }
 
@@ -357,8 +390,8 @@ func (w *walker) unset(ops []arg, flagVals [][2]string) {
 		varsOnly = varsOnly || fv[0] == "v"
 	}
 	for _, o := range ops {
-		if !varsOnly {
-			delete(w.st.funcs, o.text)
+		if _, ok := w.st.funcs[o.text]; ok && !varsOnly {
+			delete(w.st.ownFuncs(), o.text)
 		}
 		if !funcsOnly {
 			w.forget(o.text)

@@ -67,7 +67,7 @@ func (w *walker) substs(node syntax.Node) {
 	case nil:
 		return
 	case *syntax.Word:
-		if x == nil {
+		if x == nil || plainWord(x) {
 			return
 		}
 	case *syntax.ArrayExpr:
@@ -75,59 +75,85 @@ func (w *walker) substs(node syntax.Node) {
 			return
 		}
 	}
-	syntax.Walk(node, func(n syntax.Node) bool {
-		switch x := n.(type) {
-		case *syntax.CmdSubst:
-			w.isolated(func() { w.stmts(x.Stmts, stdin{}) })
+	if w.visitSubsts == nil {
+		// One closure per walk: syntax.Walk keeps it, so each call would allocate one.
+		w.visitSubsts = w.substNode
+	}
+	syntax.Walk(node, w.visitSubsts)
+}
+
+// plainWord reports whether a word is only literal text, quoted or not: nothing in it
+// expands or runs.
+func plainWord(word *syntax.Word) bool {
+	for _, p := range word.Parts {
+		switch x := p.(type) {
+		case *syntax.Lit, *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				if _, ok := q.(*syntax.Lit); !ok {
+					return false
+				}
+			}
+		default:
 			return false
-		case *syntax.ProcSubst:
-			in := stdin{}
-			if x.Op == syntax.CmdOut {
-				in = stdin{kind: inPipe}
-			}
-			w.isolated(func() { w.stmts(x.Stmts, in) })
-			return false
-		case *syntax.ParamExp:
-			w.paramCode(x)
-			if x.Index != nil {
-				w.arithData(x.Index)
-			}
-			if x.Slice != nil {
-				w.arithData(x.Slice.Offset)
-				w.arithData(x.Slice.Length)
-			}
-		case *syntax.ExtGlob:
-			// @(a|$(cmd)): the parser keeps the pattern as text, the shell expands it.
-			if p := x.Pattern.Value; strings.Contains(p, "$(") || strings.Contains(p, "`") {
-				w.code(`: "`+strings.ReplaceAll(p, `"`, `\"`)+`"`, w.text(x), stdin{}, true)
-			}
-		case *syntax.ArithmExp:
-			w.arithCode(x.X)
-			w.arithData(x.X)
-		case *syntax.ArithmCmd:
-			w.arithCode(x.X)
-			w.arithData(x.X)
-		case *syntax.LetClause:
-			for _, e := range x.Exprs {
-				w.arithCode(e)
-				w.arithData(e)
-			}
-		case *syntax.CStyleLoop:
-			for _, e := range []syntax.ArithmExpr{x.Init, x.Cond, x.Post} {
-				w.arithCode(e)
-				w.arithData(e)
-			}
-		case *syntax.BinaryTest:
-			if arithTest(x.Op) {
-				for _, e := range []syntax.TestExpr{x.X, x.Y} {
-					if word, ok := e.(*syntax.Word); ok {
-						w.arithWord(word)
-					}
+		}
+	}
+	return true
+}
+
+// substNode is substs' visitor of one node.
+func (w *walker) substNode(n syntax.Node) bool {
+	switch x := n.(type) {
+	case *syntax.CmdSubst:
+		w.isolated(func() { w.stmts(x.Stmts, stdin{}) })
+		return false
+	case *syntax.ProcSubst:
+		in := stdin{}
+		if x.Op == syntax.CmdOut {
+			in = stdin{kind: inPipe}
+		}
+		w.isolated(func() { w.stmts(x.Stmts, in) })
+		return false
+	case *syntax.ParamExp:
+		w.paramCode(x)
+		if x.Index != nil {
+			w.arithData(x.Index)
+		}
+		if x.Slice != nil {
+			w.arithData(x.Slice.Offset)
+			w.arithData(x.Slice.Length)
+		}
+	case *syntax.ExtGlob:
+		// @(a|$(cmd)): the parser keeps the pattern as text, the shell expands it.
+		if p := x.Pattern.Value; strings.Contains(p, "$(") || strings.Contains(p, "`") {
+			w.code(`: "`+strings.ReplaceAll(p, `"`, `\"`)+`"`, w.text(x), stdin{}, true)
+		}
+	case *syntax.ArithmExp:
+		w.arithCode(x.X)
+		w.arithData(x.X)
+	case *syntax.ArithmCmd:
+		w.arithCode(x.X)
+		w.arithData(x.X)
+	case *syntax.LetClause:
+		for _, e := range x.Exprs {
+			w.arithCode(e)
+			w.arithData(e)
+		}
+	case *syntax.CStyleLoop:
+		for _, e := range []syntax.ArithmExpr{x.Init, x.Cond, x.Post} {
+			w.arithCode(e)
+			w.arithData(e)
+		}
+	case *syntax.BinaryTest:
+		if arithTest(x.Op) {
+			for _, e := range []syntax.TestExpr{x.X, x.Y} {
+				if word, ok := e.(*syntax.Word); ok {
+					w.arithWord(word)
 				}
 			}
 		}
-		return true
-	})
+	}
+	return true
 }
 
 func (w *walker) command(cmd syntax.Command, in stdin) {
@@ -288,7 +314,7 @@ func (w *walker) funcDecl(c *syntax.FuncDecl, in stdin) {
 		return
 	}
 	def := &funcDef{body: c.Body, src: w.src}
-	w.st.funcs[c.Name.Value] = def
+	w.st.ownFuncs()[c.Name.Value] = def
 	w.isolated(func() { w.callFunc(c.Name.Value, def, in, w.text(c)) })
 }
 

@@ -78,6 +78,8 @@ type walker struct {
 	fetchWrote bool
 	fetched    map[string]bool
 	fetchedAny bool
+	// visitSubsts is substs' visitor, made once.
+	visitSubsts func(syntax.Node) bool
 }
 
 // add records a reason, once per code and segment.
