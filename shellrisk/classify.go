@@ -93,7 +93,7 @@ func (c *Classifier) classify(cx Context, command string) Verdict {
 		src:    command,
 		st:     newState(),
 		active: map[*funcDef]int{},
-		seen:   map[string]bool{},
+		seen:   map[reasonKey]bool{},
 	}
 	w.seedVars()
 	if len(command) > maxCommandBytes {

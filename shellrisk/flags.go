@@ -31,6 +31,13 @@ type flagValue struct {
 // what follows belongs to the wrapped command.
 func (w *walker) scan(p *program, args []arg, wrapper bool) scanned {
 	s := scanned{args: args}
+	if len(args) > 0 {
+		// Room for every argument as a flag or an operand: one allocation each, not a
+		// growth per argument.
+		s.flags = make([]string, 0, len(args))
+		s.flagAt = make([]int, 0, len(args))
+		s.operands = make([]arg, 0, len(args))
+	}
 	exprStarted := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]

@@ -184,6 +184,10 @@ func joinPath(dir, rel string) string {
 	if strings.HasPrefix(dir, "~") {
 		return cleanAbs(dir + "/" + rel)
 	}
+	if dir == "." && !strings.HasPrefix(rel, "/") {
+		// path.Join(".", rel), without the copy it makes to join them.
+		return path.Clean(rel)
+	}
 	return path.Join(dir, rel)
 }
 
@@ -344,9 +348,30 @@ func (w *walker) hiddenFromTree(info pathInfo) bool {
 // (.git/config, sub/.git/hooks/pre-commit).
 func (w *walker) vcsConfig(c string) bool {
 	for _, e := range w.rules.paths.VCSConfig {
-		if c == e || strings.HasSuffix(c, "/"+e) || strings.HasPrefix(c, e+"/") || strings.Contains(c, "/"+e+"/") {
+		if hasComponents(c, e) {
 			return true
 		}
+	}
+	return false
+}
+
+// hasComponents reports whether e is c or whole components of it: c is e, ends with /e,
+// starts with e/ or holds /e/. It builds none of those strings.
+func hasComponents(c, e string) bool {
+	if c == e {
+		return true
+	}
+	for i := 0; i <= len(c); {
+		j := strings.Index(c[i:], e)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(e)
+		if (j == 0 || c[j-1] == '/') && (end == len(c) || c[end] == '/') {
+			return true
+		}
+		i = j + 1
 	}
 	return false
 }

@@ -244,10 +244,20 @@ func (w *walker) setVar(name string, v varValue) {
 }
 
 func (w *walker) forget(name string) {
+	w.forgetAs(name, false)
+}
+
+// forgetAs makes a variable unknown and records whether its value is data read at run
+// time, in one change of the state's set of data variables.
+func (w *walker) forgetAs(name string, data bool) {
 	if _, ok := w.st.vars[name]; ok {
 		delete(w.st.ownVars(), name)
 	}
-	w.st.data = withoutKey(w.st.data, name)
+	if data {
+		w.st.data = withKey(w.st.data, name)
+	} else {
+		w.st.data = withoutKey(w.st.data, name)
+	}
 	if name == "IFS" {
 		w.st.ifsUnknown = true
 	}
@@ -304,8 +314,7 @@ func (w *walker) stateEffects(name string, args []arg, seg string) {
 		if w.rules.hijacks(base) {
 			w.add(codeEnvHijack, seg)
 		}
-		w.forget(base)
-		w.markData(base)
+		w.forgetAs(base, true)
 	}
 }
 

@@ -280,12 +280,7 @@ func (w *walker) forClause(c *syntax.ForClause, in stdin) {
 		for _, item := range wi.Items {
 			data = data || w.fromData(item)
 		}
-		setLoopVar := func() {
-			w.forget(name)
-			if data {
-				w.markData(name)
-			}
-		}
+		setLoopVar := func() { w.forgetAs(name, data) }
 		setLoopVar()
 		for range 2 {
 			w.branches(true, func() {
@@ -386,11 +381,7 @@ func (w *walker) assign(a *syntax.Assign, seg string) {
 		case v.jobPID && v.text == dynamicMark && !a.Append && a.Index == nil:
 			w.setVar(name, varValue{jobPID: true})
 		case v.dynamic || a.Append || a.Index != nil:
-			data := w.fromData(a.Value) || a.Append && w.st.data[name]
-			w.forget(name)
-			if data {
-				w.markData(name)
-			}
+			w.forgetAs(name, w.fromData(a.Value) || a.Append && w.st.data[name])
 		default:
 			w.setVar(name, varValue{text: v.text, tilde: v.tilde})
 		}

@@ -48,7 +48,7 @@ type walker struct {
 	// splitting is set while words are expanded as arguments, where the shell splits
 	// unquoted values into fields.
 	splitting bool
-	seen      map[string]bool
+	seen      map[reasonKey]bool
 	// fetching is set while the operands of a network program are judged: what it writes
 	// is a download. fetched are the paths downloaded so far in the command, fetchedAny
 	// is set when one was saved under a name only the server knows (curl -O).
@@ -82,6 +82,9 @@ type walker struct {
 	visitSubsts func(syntax.Node) bool
 }
 
+// reasonKey is a reason's code and segment, which the verdict holds once.
+type reasonKey struct{ code, seg string }
+
 // add records a reason, once per code and segment.
 func (w *walker) add(code, seg string) {
 	if code == "" {
@@ -100,7 +103,7 @@ func (w *walker) add(code, seg string) {
 	if len(seg) > maxSegment {
 		seg = seg[:maxSegment] + "…"
 	}
-	key := code + "\x00" + seg
+	key := reasonKey{code, seg}
 	if w.seen[key] {
 		return
 	}

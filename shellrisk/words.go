@@ -148,11 +148,46 @@ func appendFields(out []arg, a arg) []arg {
 	return out
 }
 
+// wordText builds a word's text. Most words are one string (a literal, one quoted
+// part), which it keeps as it is: only a second part copies them into a builder.
+type wordText struct {
+	first string
+	multi bool
+	b     strings.Builder
+}
+
+func (t *wordText) WriteString(s string) {
+	if !t.multi {
+		if t.first == "" {
+			t.first = s
+			return
+		}
+		t.multi = true
+		t.b.Grow(len(t.first) + len(s))
+		t.b.WriteString(t.first)
+	}
+	t.b.WriteString(s)
+}
+
+func (t *wordText) Len() int {
+	if t.multi {
+		return t.b.Len()
+	}
+	return len(t.first)
+}
+
+func (t *wordText) String() string {
+	if t.multi {
+		return t.b.String()
+	}
+	return t.first
+}
+
 // resolve removes quotes from a word and substitutes what can be known: $HOME, $PWD, $IFS
 // and variables assigned a literal value earlier in the same command.
 func (w *walker) resolve(word *syntax.Word) arg {
 	var a arg
-	var b strings.Builder
+	var b wordText
 	// busyboxDollar is set when the part before a single-quoted string is the $ that the
 	// POSIX parser keeps apart: busybox sh reads the two as $'…'.
 	busyboxDollar := false
@@ -215,7 +250,7 @@ func (w *walker) resolve(word *syntax.Word) arg {
 // singleQuoted writes a single-quoted part as the shell reads it: $'…' decoded as bash,
 // busybox or dash does (a string with a byte this package uses as a mark, or one the locale
 // decides, is not read).
-func (w *walker) singleQuoted(p *syntax.SglQuoted, busyboxDollar bool, a *arg, b *strings.Builder) {
+func (w *walker) singleQuoted(p *syntax.SglQuoted, busyboxDollar bool, a *arg, b *wordText) {
 	a.quoted = true
 	if w.splitting && p.Value == "" {
 		// A quoted part makes a field even when it is empty: -N${IFS}''${IFS}-q.
@@ -253,7 +288,7 @@ func (w *walker) singleQuoted(p *syntax.SglQuoted, busyboxDollar bool, a *arg, b
 
 // doubleQuoted writes a double-quoted part: its literals unescaped, its known parameters
 // substituted, anything else unknown.
-func (w *walker) doubleQuoted(p *syntax.DblQuoted, a *arg, b *strings.Builder) {
+func (w *walker) doubleQuoted(p *syntax.DblQuoted, a *arg, b *wordText) {
 	a.quoted = true
 	start := b.Len()
 	if p.Dollar && w.posix {
@@ -279,7 +314,7 @@ func (w *walker) doubleQuoted(p *syntax.DblQuoted, a *arg, b *strings.Builder) {
 
 // param substitutes a parameter expansion when its value is known. Unquoted, a known
 // value is split into fields and its pattern characters glob.
-func (w *walker) param(p *syntax.ParamExp, a *arg, b *strings.Builder, quoted bool) {
+func (w *walker) param(p *syntax.ParamExp, a *arg, b *wordText, quoted bool) {
 	if p.Param != nil && p.Exp != nil && (p.Exp.Op == syntax.AssignUnset || p.Exp.Op == syntax.AssignUnsetOrNull) {
 		// ${x:=value} assigns x.
 		w.forget(p.Param.Value)
