@@ -102,11 +102,10 @@ func (c *Classifier) classify(cx Context, command string) Verdict {
 	} else if f, err := parse(command); err != nil {
 		v.Parsed = false
 		w.add(codeParseError, command)
-	} else if seg := lexProblem(command, f); seg != "" {
+	} else if seg, dialects := readings(command, f, true); seg != "" {
 		v.Parsed = false
 		w.add(codeParseError, seg)
 	} else {
-		dialects := bashOnly(f)
 		var ps posixSource
 		if dialects {
 			ps = posixRewrite(command, f)

@@ -25,8 +25,38 @@ import (
 // is a program named function with two arguments to dash (\function f {), and a process
 // substitution is a file name (/dev/fd/63) whose code busybox runs.
 
-// bashOnly reports whether f uses syntax that a POSIX shell reads differently. It must run
-// before the walk, which expands braces in the tree.
+// bashOnlyNode reports whether a node of the tree is syntax that a POSIX shell reads
+// differently; readings asks it of every node.
+func bashOnlyNode(n syntax.Node) bool {
+	switch x := n.(type) {
+	case *syntax.SglQuoted:
+		return x.Dollar
+	case *syntax.DblQuoted:
+		return x.Dollar
+	case *syntax.ArithmCmd, *syntax.TestClause, *syntax.DeclClause, *syntax.LetClause,
+		*syntax.CoprocClause, *syntax.ArrayExpr, *syntax.ProcSubst, *syntax.ExtGlob, *syntax.TimeClause:
+		return true
+	case *syntax.Word:
+		// {a,b} and {1..3}, also with quotes inside ({rm,-r''f,/}); syntax.SplitBraces
+		// would change the tree.
+		return braceWord(x)
+	case *syntax.FuncDecl:
+		return x.RsrvWord
+	case *syntax.Assign:
+		// a[i]=1 and a+=1 are words, so programs, to a POSIX shell.
+		return x.Index != nil || x.Append
+	case *syntax.Redirect:
+		switch x.Op {
+		case syntax.RdrAll, syntax.AppAll, syntax.WordHdoc:
+			return true
+		}
+		return x.N != nil && strings.HasPrefix(x.N.Value, "{")
+	case *syntax.BinaryCmd:
+		return x.Op == syntax.PipeAll
+	}
+	return false
+}
+
 // braceWord reports whether the literal text of a word, its quoted parts left out, reads
 // as a brace expansion to bash.
 func braceWord(x *syntax.Word) bool {
@@ -49,43 +79,6 @@ func braceWord(x *syntax.Word) bool {
 	}
 	v := b.String()
 	return strings.Contains(v, ",") || strings.Contains(v, "..")
-}
-
-func bashOnly(f *syntax.File) bool {
-	found := false
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if found {
-			return false
-		}
-		switch x := n.(type) {
-		case *syntax.SglQuoted:
-			found = x.Dollar
-		case *syntax.DblQuoted:
-			found = x.Dollar
-		case *syntax.ArithmCmd, *syntax.TestClause, *syntax.DeclClause, *syntax.LetClause,
-			*syntax.CoprocClause, *syntax.ArrayExpr, *syntax.ProcSubst, *syntax.ExtGlob, *syntax.TimeClause:
-			found = true
-		case *syntax.Word:
-			// {a,b} and {1..3}, also with quotes inside ({rm,-r''f,/}); syntax.SplitBraces
-			// would change the tree.
-			found = braceWord(x)
-		case *syntax.FuncDecl:
-			found = x.RsrvWord
-		case *syntax.Assign:
-			// a[i]=1 and a+=1 are words, so programs, to a POSIX shell.
-			found = x.Index != nil || x.Append
-		case *syntax.Redirect:
-			switch x.Op {
-			case syntax.RdrAll, syntax.AppAll, syntax.WordHdoc:
-				found = true
-			}
-			found = found || x.N != nil && strings.HasPrefix(x.N.Value, "{")
-		case *syntax.BinaryCmd:
-			found = x.Op == syntax.PipeAll
-		}
-		return !found
-	})
-	return found
 }
 
 // posixSource is a command's text as the POSIX shells read it (see posixRewrite).

@@ -41,3 +41,18 @@ func FuzzHasComponents(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPathTests checks metaIndex and isUnder against the expressions they stand for.
+func FuzzPathTests(f *testing.F) {
+	for _, s := range [][2]string{{"/etc/passwd", "/etc"}, {"/etc", "/etc/"}, {"/etcx", "/etc"}, {`/a\*`, "/"}, {"", ""}, {"/a/b", "/a/"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, p, e string) {
+		if got, want := metaIndex(e), strings.IndexAny(e, `*?[\`); got != want {
+			t.Fatalf("metaIndex(%q) = %d, want %d", e, got, want)
+		}
+		if got, want := isUnder(p, e), strings.HasPrefix(p, strings.TrimSuffix(e, "/")+"/"); got != want {
+			t.Fatalf("isUnder(%q, %q) = %v, want %v", p, e, got, want)
+		}
+	})
+}

@@ -37,35 +37,26 @@ import (
 //   - A number right before &> (`ls 2&>f`) is a word to bash, the end of a background
 //     job to dash and the descriptor of the redirection to busybox.
 
-// lexProblem returns the text around the first place where the shells and the parser may
-// read src differently, or "" when there is none. f is src parsed with comments kept.
-func lexProblem(src string, f *syntax.File) string {
+// readings returns the text around the first place where the shells and the parser may
+// read src differently, or "" when there is none; f is src parsed with comments kept. When
+// bash is true and there is no such place, it also reports whether f uses syntax that a
+// POSIX shell reads differently (see bashOnlyNode): both in one walk of the tree, which
+// every classification makes of the command and of each piece of code in it. It must run
+// before the walk, which expands braces in the tree.
+func readings(src string, f *syntax.File, bash bool) (problem string, bashSyntax bool) {
 	if i := strings.IndexAny(src, "\r\x00\x01\x02\x03"); i >= 0 {
-		return around(src, i)
+		return around(src, i), false
 	}
 	if i := strings.Index(src, "$\\\n"); i >= 0 {
-		return around(src, i)
+		return around(src, i), false
 	}
-	problem := ""
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if problem != "" {
 			return false
 		}
-		switch x := n.(type) {
-		case *syntax.Comment:
-			problem = commentProblem(src, x)
-		case *syntax.SglQuoted:
-			problem = quoteProblem(src, x)
-		case *syntax.Redirect:
-			problem = closeProblem(src, x)
-		case *syntax.Stmt:
-			problem = numberAllProblem(src, x)
-		case *syntax.Word:
-			for _, p := range x.Parts {
-				if lit, ok := p.(*syntax.Lit); ok && hasUnicodeSpace(lit.Value) {
-					problem = around(src, int(lit.Pos().Offset()))
-				}
-			}
+		problem = nodeProblem(src, n)
+		if bash && !bashSyntax {
+			bashSyntax = bashOnlyNode(n)
 		}
 		return problem == ""
 	})
@@ -76,7 +67,30 @@ func lexProblem(src string, f *syntax.File) string {
 			}
 		}
 	}
-	return problem
+	return problem, bashSyntax
+}
+
+// nodeProblem is readings' lexing check of one node of the tree.
+func nodeProblem(src string, n syntax.Node) string {
+	switch x := n.(type) {
+	case *syntax.Comment:
+		return commentProblem(src, x)
+	case *syntax.SglQuoted:
+		return quoteProblem(src, x)
+	case *syntax.Redirect:
+		return closeProblem(src, x)
+	case *syntax.Stmt:
+		return numberAllProblem(src, x)
+	case *syntax.Word:
+		problem := ""
+		for _, p := range x.Parts {
+			if lit, ok := p.(*syntax.Lit); ok && hasUnicodeSpace(lit.Value) {
+				problem = around(src, int(lit.Pos().Offset()))
+			}
+		}
+		return problem
+	}
+	return ""
 }
 
 func commentProblem(src string, c *syntax.Comment) string {

@@ -79,13 +79,20 @@ func (w *walker) classifyPath(a arg) pathInfo {
 // path; nil when the directory is unknown.
 func (w *walker) cwdsFor(text string) []string {
 	if strings.HasPrefix(text, "/") || strings.HasPrefix(text, "~") {
-		return []string{"."}
+		return cwdHere
 	}
 	if w.st.cwdDynamic {
-		return []string{dynamicMark}
+		return cwdUnknown
 	}
 	return w.st.cwds
 }
+
+// cwdHere and cwdUnknown are what cwdsFor returns for a path any directory resolves the
+// same and for an unknown directory; callers only read them.
+var (
+	cwdHere    = []string{"."}
+	cwdUnknown = []string{dynamicMark}
+)
 
 // rank orders judgements from harmless to worst, for a path that may be in several places.
 var classRank = [...]int{
@@ -262,8 +269,28 @@ func matchAny(p string, entries []string) bool {
 // or of an ancestor of p, which is a prefix of p, starts with it). It spares path.Match
 // for most entries of the long lists paths are judged against.
 func globMayMatch(e, p string) bool {
-	i := strings.IndexAny(e, `*?[\`)
+	i := metaIndex(e)
 	return i >= 0 && strings.HasPrefix(p, e[:i])
+}
+
+// metaIndex is strings.IndexAny(s, `*?[\`), the first character path.Match gives a
+// meaning, without the set IndexAny builds at each call: it runs for every entry of the
+// path lists at every path judged.
+func metaIndex(s string) int {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', '\\':
+			return i
+		}
+	}
+	return -1
+}
+
+// isUnder reports whether p is below the directory e: strings.HasPrefix(p, e+"/") with
+// e's trailing slash trimmed, without building e+"/".
+func isUnder(p, e string) bool {
+	e = strings.TrimSuffix(e, "/")
+	return len(p) > len(e) && p[len(e)] == '/' && p[:len(e)] == e
 }
 
 // underAny reports whether p is one of the entries or below one.
@@ -276,7 +303,7 @@ func underAny(p string, entries []string) bool {
 			}
 			continue
 		}
-		if e == p || strings.HasPrefix(p, strings.TrimSuffix(e, "/")+"/") {
+		if e == p || isUnder(p, e) {
 			return true
 		}
 		if !globMayMatch(e, p) {

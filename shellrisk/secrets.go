@@ -151,7 +151,7 @@ func (w *walker) globSecretName(pattern string) bool {
 // path.Match most names.
 func globEnds(pattern string) (head, tail string) {
 	head = pattern
-	if i := strings.IndexAny(pattern, `*?[\`); i >= 0 {
+	if i := metaIndex(pattern); i >= 0 {
 		head = pattern[:i]
 	}
 	if i := strings.LastIndexByte(pattern, '*'); i >= 0 && !strings.ContainsAny(pattern[i+1:], `?[]\`) {

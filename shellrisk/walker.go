@@ -145,14 +145,14 @@ func (w *walker) code(src, seg string, in stdin, shared bool) {
 		w.add(codeParseError, seg)
 		return
 	}
-	if p := lexProblem(src, f); p != "" {
+	// Code given to a shell later (an alias, eval, sh -c) is read by dash and busybox too:
+	// when it uses syntax only bash reads, its POSIX reading is judged as well.
+	p, dialects := readings(src, f, !w.posix)
+	if p != "" {
 		// Code a shell is given (sh -c, eval) is lexed by that shell.
 		w.add(codeParseError, seg)
 		return
 	}
-	// Code given to a shell later (an alias, eval, sh -c) is read by dash and busybox too:
-	// when it uses syntax only bash reads, its POSIX reading is judged as well.
-	dialects := !w.posix && bashOnly(f)
 	var ps posixSource
 	if dialects {
 		ps = posixRewrite(src, f)
