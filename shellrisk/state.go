@@ -162,7 +162,10 @@ func (w *walker) child(fn func()) {
 // directory may be any of theirs.
 func (w *walker) branches(skip bool, fns ...func()) {
 	base := w.st
-	outs := make([]shellState, 0, len(fns)+1)
+	// Most branches are an if's, a list's or a loop's: two or three outcomes, kept on the
+	// stack.
+	var buf [3]shellState
+	outs := buf[:0]
 	if skip {
 		outs = append(outs, base)
 	}
