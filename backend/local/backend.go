@@ -143,6 +143,8 @@ type Env struct {
 
 	helper    *agent.Helper
 	isolation string // isolationNamespaces or isolationChild
+	// namespace is what the helper's namespaces were made from, in namespace mode.
+	namespace *sandbox.Namespace
 	fallback  string // why the helper has no namespaces, in mode auto
 	// noNamespaces plays a host without namespaces (WithoutNamespaces).
 	noNamespaces string

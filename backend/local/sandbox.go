@@ -139,7 +139,7 @@ func (e *Env) startInNamespaces(spec agent.HelperSpec, c SandboxConfig, mode san
 		e.log.Warn("helper without namespaces", "error", err)
 		return false, nil
 	}
-	e.helper, e.isolation = h, isolationNamespaces
+	e.helper, e.isolation, e.namespace = h, isolationNamespaces, &ns
 	e.hidesDenyNames = c.Hidden != nil && !ns.ScanCut
 	e.writeRoots = ns.WriteRoots
 	e.guards = []guarded{

@@ -53,7 +53,7 @@ type benchResult struct {
 }
 
 func runBench(args []string, s stdio) int {
-	fs := newFlagSet("bench", "bench --backend "+strings.Join(backend.Kinds(), "|")+" [--n N] [--json] [--mode MODE] [--config FILE] [--session-start [--burst N] [--pool N]]", s)
+	fs := newFlagSet("bench", "bench --backend "+strings.Join(backend.Kinds(), "|")+" [--n N] [--json] [--mode MODE] [--config FILE] [--session-start [--burst N] [--pool N] | --cold-exec]", s)
 	kind := fs.String("backend", "", "backend to measure (default: the config's environment.type)")
 	n := fs.Int("n", 100, "commands to time")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -61,13 +61,14 @@ func runBench(args []string, s stdio) int {
 	configFile := fs.String("config", "", "config file (default: airlock.toml if present, else defaults)")
 	baseline := fs.Bool("baseline", true, "also time the raw alternative the backend stands in for (the CLI a container backend replaces, OpenSSH ControlMaster), in the same run")
 	idle := fs.Int("idle", 0, "start this many idle processes on this host first (killed after), as on a busy machine")
+	coldExec := fs.Bool("cold-exec", false, "time airlock exec -- true as a new process instead (the config's backend; --n defaults to 20)")
 	sessionStart := fs.Bool("session-start", false, "time session open plus first command instead: cold, from a warm pool, and the backend's raw alternative, sequential and in bursts (--n defaults to 20)")
 	burst := fs.Int("burst", 10, "with --session-start: sessions opened at once in a burst")
 	pool := fs.Int("pool", 0, fmt.Sprintf("with --session-start: warm pool size, 1 to %d (default: --burst)", backend.MaxWarmPool))
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
-	if *sessionStart && !flagSet(fs, "n") {
+	if (*sessionStart || *coldExec) && !flagSet(fs, "n") {
 		*n = 20
 	}
 	if *pool == 0 {
@@ -84,6 +85,14 @@ func runBench(args []string, s stdio) int {
 	cfg, err := configs.Load(*configFile)
 	if err != nil {
 		return fail(s, err)
+	}
+	if *coldExec {
+		if *kind != "" && *kind != cfg.Environment.Type {
+			return fail(s, fmt.Errorf("--cold-exec runs airlock exec with the config as it is: its backend is %q, not %q", cfg.Environment.Type, *kind))
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		return runColdExec(ctx, cfg.Environment.Type, *configFile, *n, *asJSON, s)
 	}
 	if *kind != "" {
 		cfg.Environment.Type = *kind

@@ -35,10 +35,12 @@ type startRow struct {
 type sessionStartResult struct {
 	Backend string `json:"backend"`
 	// BurstSize sessions open at once in a burst; Pool is the warm pool's size.
-	BurstSize int       `json:"burst_size"`
-	Pool      int       `json:"pool,omitempty"`
-	Cold      startRow  `json:"cold"`
-	Warm      *startRow `json:"warm,omitempty"`
+	BurstSize int      `json:"burst_size"`
+	Pool      int      `json:"pool,omitempty"`
+	Cold      startRow `json:"cold"`
+	// ColdNote says what a cold open is where it is not a session's own environment.
+	ColdNote string    `json:"cold_note,omitempty"`
+	Warm     *startRow `json:"warm,omitempty"`
 	// WarmNote says why there is no warm row.
 	WarmNote string `json:"warm_note,omitempty"`
 	// Raw is the alternative without Airlock timed in the same run (RawName says what).
@@ -52,8 +54,11 @@ type startBench struct {
 	n, burst int
 	pool     int
 	pooled   backend.Pooled // nil when the backend has no warm pool
-	raw      *backend.Baseline
-	rawErr   string
+	// shared: the backend's sessions share one environment per runtime (its record is
+	// not PerSession), so a cold open is that environment's start.
+	shared bool
+	raw    *backend.Baseline
+	rawErr string
 }
 
 // runSessionStart times session open plus first command (`true` in the session's
@@ -61,8 +66,11 @@ type startBench struct {
 // time and in bursts of concurrent sessions. The ledger goes to a temporary directory.
 func runSessionStart(ctx context.Context, cfg *configs.Config, n, burst, pool int, asJSON bool, s stdio) int {
 	rec, _ := backend.Lookup(cfg.Environment.Type)
-	b := &startBench{cfg: cfg, n: n, burst: burst, pool: pool}
+	b := &startBench{cfg: cfg, n: n, burst: burst, pool: pool, shared: !rec.PerSession}
 	res := sessionStartResult{Backend: cfg.Environment.Type, BurstSize: burst}
+	if b.shared {
+		res.ColdNote = "the sessions of one runtime share this backend's environment, so cold is the environment's own start (on local, the helper up in its namespaces), as every airlock exec, call or mcp process pays it, plus a first command"
+	}
 	if p, ok := cfg.Environment.Section(rec.Kind).(backend.Pooled); ok && rec.WarmPool {
 		b.pooled = p
 		res.Pool = pool
@@ -127,9 +135,13 @@ func (b *startBench) coldAndRaw(ctx context.Context) (cold startRow, raw *startR
 	} else {
 		b.rawErr = "the backend names no raw alternative to a session start"
 	}
+	open := sessionOpener(eng)
+	if b.shared {
+		open = b.openEnvironment
+	}
 	var coldT, rawT, coldB, rawB []float64
 	for range b.n {
-		t, err := timeOpen(ctx, eng)
+		t, err := timeOpen(ctx, open)
 		if err != nil {
 			return cold, nil, err
 		}
@@ -143,7 +155,7 @@ func (b *startBench) coldAndRaw(ctx context.Context) (cold startRow, raw *startR
 		}
 	}
 	for done := 0; done < b.n; done += b.burst {
-		ts, err := burstOpen(ctx, eng, b.burst)
+		ts, err := burstOpen(ctx, open, b.burst)
 		if err != nil {
 			return cold, nil, err
 		}
@@ -176,11 +188,12 @@ func (b *startBench) warm(ctx context.Context) (*startRow, error) {
 		return eng.WaitWarmPool(wctx)
 	}
 	var seq, bur []float64
+	open := sessionOpener(eng)
 	for range b.n {
 		if err := fill(); err != nil {
 			return nil, err
 		}
-		t, err := timeOpen(ctx, eng)
+		t, err := timeOpen(ctx, open)
 		if err != nil {
 			return nil, err
 		}
@@ -190,7 +203,7 @@ func (b *startBench) warm(ctx context.Context) (*startRow, error) {
 		if err := fill(); err != nil {
 			return nil, err
 		}
-		ts, err := burstOpen(ctx, eng, b.burst)
+		ts, err := burstOpen(ctx, open, b.burst)
 		if err != nil {
 			return nil, err
 		}
@@ -217,19 +230,54 @@ func openFirst(ctx context.Context, eng *engine.Engine) (*engine.Session, float6
 	return sess, took, nil
 }
 
-// timeOpen is openFirst with the session closed after, untimed.
-func timeOpen(ctx context.Context, eng *engine.Engine) (float64, error) {
-	sess, t, err := openFirst(ctx, eng)
+// opener opens a session (or an environment) and runs its first command: the time both
+// took, and what closes it, untimed.
+type opener func(ctx context.Context) (closeIt func() error, took float64, err error)
+
+// sessionOpener opens sessions of eng (openFirst).
+func sessionOpener(eng *engine.Engine) opener {
+	return func(ctx context.Context) (func() error, float64, error) {
+		sess, t, err := openFirst(ctx, eng)
+		if err != nil {
+			return nil, 0, err
+		}
+		return func() error { return sess.Close(context.WithoutCancel(ctx)) }, t, nil
+	}
+}
+
+// openEnvironment opens the configured backend's environment on its own, as a runtime does
+// once, and runs its first command.
+func (b *startBench) openEnvironment(ctx context.Context) (func() error, float64, error) {
+	start := time.Now()
+	env, err := engine.OpenEnvironment(ctx, b.cfg, "", nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	closeIt := func() error { return env.Close(context.WithoutCancel(ctx)) }
+	res, err := env.Exec(ctx, backend.Request{Command: "true"})
+	took := ms(time.Since(start))
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("true exited %d: %s", res.ExitCode, res.Stderr)
+	}
+	if err != nil {
+		return nil, 0, errors.Join(err, closeIt())
+	}
+	return closeIt, took, nil
+}
+
+// timeOpen opens one with the session closed after, untimed.
+func timeOpen(ctx context.Context, open opener) (float64, error) {
+	closeIt, t, err := open(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return t, sess.Close(context.WithoutCancel(ctx))
+	return t, closeIt()
 }
 
 // burstOpen opens n sessions at once; they are closed, untimed, when all are open.
-func burstOpen(ctx context.Context, eng *engine.Engine, n int) ([]float64, error) {
+func burstOpen(ctx context.Context, open opener, n int) ([]float64, error) {
 	times := make([]float64, n)
-	sessions := make([]*engine.Session, n)
+	closers := make([]func() error, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -238,14 +286,14 @@ func burstOpen(ctx context.Context, eng *engine.Engine, n int) ([]float64, error
 		go func() {
 			defer wg.Done()
 			<-start
-			sessions[i], times[i], errs[i] = openFirst(ctx, eng)
+			closers[i], times[i], errs[i] = open(ctx)
 		}()
 	}
 	close(start)
 	wg.Wait()
-	for _, sess := range sessions {
-		if sess != nil {
-			errs = append(errs, sess.Close(context.WithoutCancel(ctx)))
+	for _, c := range closers {
+		if c != nil {
+			errs = append(errs, c())
 		}
 	}
 	return times, errors.Join(errs...)
@@ -312,6 +360,9 @@ func printSessionStart(s stdio, r sessionStartResult, n int, asJSON bool) {
 	}
 	fmt.Fprintf(s.out, "%s: session open + first command (true), %d sequential and in bursts of %d%s\n", r.Backend, n, r.BurstSize, pool)
 	burst := fmt.Sprintf("burst of %d", r.BurstSize)
+	if r.ColdNote != "" {
+		fmt.Fprintf(s.out, "  (%s)\n", r.ColdNote)
+	}
 	row("cold, sequential", r.Cold.Sequential)
 	row("cold, "+burst, r.Cold.Burst)
 	if r.Warm != nil {

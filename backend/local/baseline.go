@@ -1,0 +1,33 @@
+package local
+
+import (
+	"context"
+	"os/exec"
+	"syscall"
+
+	"github.com/airlock-dev/airlock/backend"
+)
+
+var _ backend.StartBaseliner = (*Env)(nil)
+
+// StartBaseline is the raw alternative to a session's start, for `airlock bench
+// --session-start`: a fork/exec of the configured shell running `true` in new namespaces
+// of the kinds the session's helper got (mount, PID, IPC and UTS; network and user as the
+// helper has them) — what `unshare` does — with no filesystem built, no helper and no
+// sandbox. In fallback mode the helper has no namespaces, and neither has the alternative.
+func (e *Env) StartBaseline(context.Context) (*backend.Baseline, error) {
+	name := e.cfg.Shell + " -c true, fork/exec"
+	attr := func() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
+	if e.namespace != nil {
+		ns := *e.namespace
+		name += " in new namespaces (as unshare)"
+		attr = ns.SysProcAttr
+	}
+	run := func(ctx context.Context) error {
+		cmd := exec.CommandContext(ctx, e.cfg.Shell, "-c", "true")
+		cmd.Dir = "/"
+		cmd.SysProcAttr = attr()
+		return cmd.Run()
+	}
+	return &backend.Baseline{Name: name, Run: run, Close: func() {}}, nil
+}

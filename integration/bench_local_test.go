@@ -1,0 +1,74 @@
+package integration
+
+import (
+	"encoding/json"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBenchLocalSessionStartAndColdExec: `airlock bench` on the local backend times a
+// session's start beside its raw alternative (sh -c true in new namespaces of the helper's
+// kinds), and a cold `airlock exec -- true` beside a raw fork/exec, each in the same run, and
+// leaves no receipt in the workspace's own state directory.
+func TestBenchLocalSessionStartAndColdExec(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	state := t.TempDir()
+	env := []string{"XDG_STATE_HOME=" + state}
+	out, errOut, code := run(t, dir, "", env, "bench", "--backend", "local", "--session-start", "--n", "2", "--burst", "2", "--json")
+	if code != 0 {
+		t.Fatalf("bench --session-start: %d %s", code, errOut)
+	}
+	type figs struct {
+		N   int     `json:"n"`
+		P50 float64 `json:"p50_ms"`
+	}
+	type row struct{ Sequential, Burst figs }
+	var s struct {
+		Backend string `json:"backend"`
+		Cold    row    `json:"cold"`
+		RawName string `json:"raw"`
+		Raw     *row   `json:"raw_figures"`
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("bench output %q: %v", out, err)
+	}
+	if s.Backend != "local" || s.Raw == nil || !strings.Contains(s.RawName, "new namespaces") {
+		t.Fatalf("bench --session-start output: %s", out)
+	}
+	for name, rw := range map[string]row{"cold": s.Cold, "raw": *s.Raw} {
+		if rw.Sequential.N != 2 || rw.Burst.N != 2 || rw.Sequential.P50 <= 0 || rw.Burst.P50 <= 0 {
+			t.Errorf("%s: %+v in %s", name, rw, out)
+		}
+	}
+
+	out, errOut, code = run(t, dir, "", env, "bench", "--cold-exec", "--n", "2", "--json")
+	if code != 0 {
+		t.Fatalf("bench --cold-exec: %d %s", code, errOut)
+	}
+	var c struct {
+		Backend string  `json:"backend"`
+		N       int     `json:"n"`
+		P50     float64 `json:"p50_ms"`
+		Raw     string  `json:"raw"`
+		RawP50  float64 `json:"raw_p50_ms"`
+		Ratio   float64 `json:"ratio_p50"`
+	}
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("bench output %q: %v", out, err)
+	}
+	if c.Backend != "local" || c.N != 2 || c.P50 <= 0 || c.RawP50 <= 0 || c.Ratio <= 0 || c.Raw == "" {
+		t.Fatalf("bench --cold-exec output: %s", out)
+	}
+	if _, errOut, code := run(t, dir, "", env, "bench", "--cold-exec", "--backend", "docker", "--n", "1"); code == 0 || !strings.Contains(errOut, `not "docker"`) {
+		t.Errorf("--cold-exec with another backend than the config's: exit %d, %s", code, errOut)
+	}
+	_ = filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			t.Errorf("bench left %s in the state directory", p)
+		}
+		return nil
+	})
+}
