@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -23,12 +24,16 @@ import (
 // A backend on Airlock's own host (local) runs the same helper as a child process: the
 // running executable re-executed under an argv[0] of its own, which this package's init
 // recognises before anything else runs — in the airlock binary and in any test binary that
-// links this package alike. The helper starts in two stages. The first builds the
-// namespace's filesystem (when it has namespaces) with the capabilities that takes, then
-// empties its bounding set, sets no_new_privs and executes the second, which serves holding
-// no capability at all. So the process that runs commands was never Airlock's, shares no
-// thread or Landlock domain with it, and cannot reach it: in namespace mode Airlock is not
-// even in its /proc.
+// links this package alike. The helper first builds the namespace's filesystem (when it has
+// namespaces) with the capabilities that takes, then, on every thread at once, empties its
+// bounding set, clears every other set and sets no_new_privs, checks on every thread that
+// nothing is left, and only then serves. So the process that runs commands was never
+// Airlock's, shares no thread or Landlock domain with it, holds no capability while it
+// serves, and cannot reach Airlock: in namespace mode Airlock is not even in its /proc.
+//
+// Dropping on all threads at once (sandbox.DropAll) rather than executing a second stage
+// saves a whole start of this large binary per session, the larger part of a session's
+// start (docs/benchmarks.md).
 
 // HelperSpec is what a helper started by [StartHelper] is to be.
 type HelperSpec struct {
@@ -54,18 +59,14 @@ type HelperSpec struct {
 
 const (
 	arg0Setup = "airlock-helper"
-	arg0Serve = "airlock-helper-serve"
 	specEnv   = "AIRLOCK_HELPER_SPEC"
 	// exitNamespace is the setup stage's exit code when the namespace could not be built.
 	exitNamespace = 3
 )
 
 func init() {
-	switch os.Args[0] {
-	case arg0Setup:
+	if os.Args[0] == arg0Setup {
 		os.Exit(helperSetup())
-	case arg0Serve:
-		os.Exit(helperServe())
 	}
 }
 
@@ -77,11 +78,14 @@ func readSpec() (HelperSpec, error) {
 	return s, nil
 }
 
-// helperSetup is the first stage: namespace, then no capabilities, then the second stage.
+// helperSetup builds the namespace, drops every capability on every thread, then serves.
 func helperSetup() int {
 	// Descriptors this process was handed beyond stdio (not close-on-exec in Airlock's
 	// parent) never reach the server or its commands.
-	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err := closeInherited(); err != nil {
+		fmt.Fprintln(os.Stderr, "airlock helper: close inherited descriptors:", err)
+		return 1
+	}
 	spec, err := readSpec()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "airlock helper:", err)
@@ -93,18 +97,41 @@ func helperSetup() int {
 			return exitNamespace
 		}
 	}
-	err = sandbox.DropAllAndExec(arg0Serve, nil, os.Environ())
-	fmt.Fprintln(os.Stderr, "airlock helper: exec the server:", err)
-	return 1
-}
-
-// helperServe is the second stage: the kernel sandbox for commands, then serve.
-func helperServe() int {
-	spec, err := readSpec()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "airlock helper:", err)
+	if err := sandbox.DropAll(); err != nil {
+		fmt.Fprintln(os.Stderr, "airlock helper: drop capabilities:", err)
 		return 1
 	}
+	return helperServe(spec)
+}
+
+// closeInherited closes every descriptor above stdio that is not close-on-exec: those are
+// exactly the ones this process inherited across its exec (Go opens every descriptor of its
+// own close-on-exec, the runtime's poller among them), and marks whatever is left
+// close-on-exec as well.
+func closeInherited() error {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range fds {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd < 3 {
+			continue
+		}
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err != nil || flags&unix.FD_CLOEXEC != 0 {
+			continue // gone (the directory's own descriptor), or this process's own
+		}
+		if err := unix.Close(fd); err != nil {
+			return fmt.Errorf("close %d: %w", fd, err)
+		}
+	}
+	return unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+}
+
+// helperServe is the serving stage, holding no capability: the kernel sandbox for
+// commands, then serve.
+func helperServe(spec HelperSpec) int {
 	_ = os.Unsetenv(specEnv)
 	// Not dumpable: a command cannot open the helper's /proc entries (its stream among
 	// them). Commands get their own dumpable state back when they exec.
@@ -112,8 +139,8 @@ func helperServe() int {
 		fmt.Fprintln(os.Stderr, "airlock helper: refusing to run dumpable:", err)
 		return 1
 	}
-	if !sandbox.NoCapabilities() {
-		fmt.Fprintln(os.Stderr, "airlock helper: refusing to serve holding capabilities")
+	if err := sandbox.VerifyDropped(); err != nil {
+		fmt.Fprintln(os.Stderr, "airlock helper: refusing to serve holding capabilities:", err)
 		return 1
 	}
 	unix.Umask(backend.Umask)

@@ -228,8 +228,9 @@ func TestNoTerminal(t *testing.T) {
 	}
 }
 
-// TestHelperHoldsNoCapabilities: the helper that serves commands holds no capability in
-// any set, even when Airlock runs as root, and is not dumpable.
+// TestHelperHoldsNoCapabilities: no thread of the helper that serves commands holds a
+// capability in any set, even when Airlock runs as root, and each has no_new_privs (the
+// helper drops them on all its threads at once, without a second exec).
 func TestHelperHoldsNoCapabilities(t *testing.T) {
 	for _, mode := range []sandbox.Mode{sandbox.ModeNamespaces, sandbox.ModeLandlock} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -239,16 +240,34 @@ func TestHelperHoldsNoCapabilities(t *testing.T) {
 				requireLandlock(t)
 			}
 			env := newEnvMode(mode)(t).(*local.Env)
-			status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", env.HelperPID()))
+			// A command first, so that the helper has made the threads it serves with.
+			sh(t, env, "true", nil)
+			tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", env.HelperPID()))
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, line := range strings.Split(string(status), "\n") {
-				if strings.HasPrefix(line, "Cap") && !strings.HasSuffix(line, "0000000000000000") {
-					t.Errorf("helper: %s", line)
+			if len(tasks) < 2 {
+				t.Fatalf("helper has %d threads; the test means to check several", len(tasks))
+			}
+			for _, task := range tasks {
+				status, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", env.HelperPID(), task.Name()))
+				if err != nil {
+					t.Fatal(err)
 				}
-				if strings.HasPrefix(line, "NoNewPrivs:") && !strings.HasSuffix(line, "1") {
-					t.Errorf("helper: %s", line)
+				caps := 0
+				for _, line := range strings.Split(string(status), "\n") {
+					if strings.HasPrefix(line, "Cap") {
+						caps++
+						if !strings.HasSuffix(line, "0000000000000000") {
+							t.Errorf("helper thread %s: %s", task.Name(), line)
+						}
+					}
+					if strings.HasPrefix(line, "NoNewPrivs:") && !strings.HasSuffix(line, "1") {
+						t.Errorf("helper thread %s: %s", task.Name(), line)
+					}
+				}
+				if caps != 5 {
+					t.Errorf("helper thread %s: %d Cap lines in its status, want 5", task.Name(), caps)
 				}
 			}
 		})

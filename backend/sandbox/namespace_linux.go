@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
 // SysProcAttr is how the host starts a helper for n: in new mount, PID, IPC and UTS
@@ -239,42 +241,92 @@ func makeDev(dev string) error {
 	return nil
 }
 
-// DropAllAndExec takes every capability away for good — the bounding set emptied, ambient
-// and inheritable cleared, no_new_privs set — and replaces the process with argv0 of the
-// running executable. The process that runs afterwards holds no capability, even as root,
-// and nothing it starts can gain one (setuid programs included). It returns only on error.
-func DropAllAndExec(argv0 string, args, env []string) error {
-	runtime.LockOSThread() // capabilities are per thread: the exec happens from this one
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
+// DropAll takes every capability away for good from every thread of the process — the
+// bounding set emptied, ambient and inheritable cleared, no_new_privs set — so that the
+// process holds no capability, even as root, and nothing it starts can gain one (setuid
+// programs included). Capabilities and no_new_privs belong to each thread, and the Go
+// runtime runs several: each step is made on all of them at once through psx, which ends
+// the process if any thread's result differs from the others'. A thread made afterwards
+// copies the credentials of the thread that makes it. [VerifyDropped] checks the outcome on
+// every thread.
+func DropAll() error {
+	if _, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("no_new_privs: %w", e)
 	}
+	// Capabilities are numbered without gaps: the first the kernel does not know ends the
+	// loop (EINVAL).
 	for c := 0; c <= 63; c++ {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		_, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0, 0)
+		if e == unix.EINVAL && c > 0 {
+			break
+		}
+		if e != 0 {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, e)
 		}
 	}
-	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	if _, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); e != 0 && e != unix.EINVAL {
+		return fmt.Errorf("clear ambient capabilities: %w", e)
+	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capset: %w", err)
+	if _, _, e := psx.Syscall3(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+		return fmt.Errorf("capset: %w", e)
 	}
-	return syscall.Exec("/proc/self/exe", append([]string{argv0}, args...), env)
+	return nil
 }
 
-// NoCapabilities reports whether the calling thread holds no capability at all, in any set.
-func NoCapabilities() bool {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if unix.Capget(&hdr, &data[0]) != nil {
-		return false
+// capLines are the lines of /proc/PID/task/TID/status that must read zero once every
+// capability is gone.
+var capLines = []string{"CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"}
+
+// VerifyDropped reports an error unless every thread of the process holds no capability in
+// any set (bounding and ambient included) and has no_new_privs set, as the kernel reports
+// them in /proc.
+func VerifyDropped() error {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return fmt.Errorf("list threads: %w", err)
 	}
-	for _, d := range data {
-		if d.Effective|d.Permitted|d.Inheritable != 0 {
-			return false
+	for _, t := range tasks {
+		status, err := os.ReadFile("/proc/self/task/" + t.Name() + "/status")
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // the thread ended
+			}
+			return fmt.Errorf("thread %s: %w", t.Name(), err)
+		}
+		if err := droppedStatus(string(status)); err != nil {
+			return fmt.Errorf("thread %s: %w", t.Name(), err)
 		}
 	}
-	return true
+	return nil
+}
+
+// droppedStatus checks one thread's status file.
+func droppedStatus(status string) error {
+	seen := map[string]bool{}
+	for _, line := range strings.Split(status, "\n") {
+		key, val, _ := strings.Cut(line, "\t")
+		val = strings.TrimSpace(val)
+		switch {
+		case key == "NoNewPrivs:":
+			if val != "1" {
+				return errors.New("no_new_privs is not set")
+			}
+			seen[key] = true
+		case slices.Contains(capLines, key):
+			if strings.Trim(val, "0") != "" {
+				return fmt.Errorf("%s %s: capabilities held", strings.TrimSuffix(key, ":"), val)
+			}
+			seen[key] = true
+		}
+	}
+	for _, k := range append([]string{"NoNewPrivs:"}, capLines...) {
+		if !seen[k] {
+			return fmt.Errorf("status has no %s line", strings.TrimSuffix(k, ":"))
+		}
+	}
+	return nil
 }
 
 // loopbackUp brings up the network namespace's loopback interface.

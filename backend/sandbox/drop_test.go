@@ -1,0 +1,37 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestDroppedStatus: a thread's status passes only with every capability set empty and
+// no_new_privs set; a missing line is a failure, not a pass.
+func TestDroppedStatus(t *testing.T) {
+	const dropped = "Name:\tairlock-helper\nNoNewPrivs:\t1\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\n" +
+		"CapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\nSeccomp:\t0\n"
+	tests := []struct {
+		name, status, want string
+	}{
+		{"dropped", dropped, ""},
+		{"effective held", strings.Replace(dropped, "CapEff:\t0000000000000000", "CapEff:\t0000000000200000", 1), "CapEff"},
+		{"bounding set left", strings.Replace(dropped, "CapBnd:\t0000000000000000", "CapBnd:\t000001ffffffffff", 1), "CapBnd"},
+		{"ambient held", strings.Replace(dropped, "CapAmb:\t0000000000000000", "CapAmb:\t0000000000000100", 1), "CapAmb"},
+		{"no_new_privs unset", strings.Replace(dropped, "NoNewPrivs:\t1", "NoNewPrivs:\t0", 1), "no_new_privs"},
+		{"a line missing", strings.Replace(dropped, "CapPrm:\t0000000000000000\n", "", 1), "no CapPrm"},
+		{"empty", "", "no NoNewPrivs"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := droppedStatus(tc.status)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+}
