@@ -3,6 +3,7 @@ package shellrisk
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -27,8 +28,18 @@ type Classifier struct {
 }
 
 // NewClassifier builds a classifier from the embedded rules with extra applied on top (see
-// [RulesConfig] for how entries combine).
+// [RulesConfig] for how entries combine). With no extra rules it returns the one classifier
+// of the embedded rules, built once per process: decoding and compiling them is the larger
+// part of a cold `airlock exec`'s own work, and the runtime asks for it twice (checking the
+// config, then building the gate). A Classifier is never changed once built.
 func NewClassifier(extra RulesConfig) (*Classifier, error) {
+	if reflect.ValueOf(extra).IsZero() {
+		return defaultClassifier()
+	}
+	return buildClassifier(extra)
+}
+
+func buildClassifier(extra RulesConfig) (*Classifier, error) {
 	rc, err := DefaultRules()
 	if err != nil {
 		return nil, err
@@ -42,7 +53,7 @@ func NewClassifier(extra RulesConfig) (*Classifier, error) {
 }
 
 var defaultClassifier = sync.OnceValues(func() (*Classifier, error) {
-	return NewClassifier(RulesConfig{})
+	return buildClassifier(RulesConfig{})
 })
 
 // Classify judges command with the embedded rules.
