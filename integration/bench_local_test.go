@@ -21,27 +21,9 @@ func TestBenchLocalSessionStartAndColdExec(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench --session-start: %d %s", code, errOut)
 	}
-	type figs struct {
-		N   int     `json:"n"`
-		P50 float64 `json:"p50_ms"`
-	}
-	type row struct{ Sequential, Burst figs }
-	var s struct {
-		Backend string `json:"backend"`
-		Cold    row    `json:"cold"`
-		RawName string `json:"raw"`
-		Raw     *row   `json:"raw_figures"`
-	}
-	if err := json.Unmarshal([]byte(out), &s); err != nil {
-		t.Fatalf("bench output %q: %v", out, err)
-	}
+	s := sessionStartReport(t, out, 2)
 	if s.Backend != "local" || s.Raw == nil || !strings.Contains(s.RawName, "new namespaces") {
 		t.Fatalf("bench --session-start output: %s", out)
-	}
-	for name, rw := range map[string]row{"cold": s.Cold, "raw": *s.Raw} {
-		if rw.Sequential.N != 2 || rw.Burst.N != 2 || rw.Sequential.P50 <= 0 || rw.Burst.P50 <= 0 {
-			t.Errorf("%s: %+v in %s", name, rw, out)
-		}
 	}
 
 	out, errOut, code = run(t, dir, "", env, "bench", "--cold-exec", "--n", "2", "--json")
@@ -71,4 +53,38 @@ func TestBenchLocalSessionStartAndColdExec(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// startFigures is one row of `airlock bench --session-start --json`.
+type startFigures struct {
+	Sequential, Burst struct {
+		N   int     `json:"n"`
+		P50 float64 `json:"p50_ms"`
+	}
+}
+
+// startReport is what `airlock bench --session-start --json` prints.
+type startReport struct {
+	Backend string        `json:"backend"`
+	Pool    int           `json:"pool"`
+	Cold    startFigures  `json:"cold"`
+	Warm    *startFigures `json:"warm"`
+	RawName string        `json:"raw"`
+	Raw     *startFigures `json:"raw_figures"`
+}
+
+// sessionStartReport decodes the report and checks that every row it has timed n opens,
+// sequential and in a burst, each a positive p50.
+func sessionStartReport(t *testing.T, out string, n int) startReport {
+	t.Helper()
+	var r startReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("bench output %q: %v", out, err)
+	}
+	for name, rw := range map[string]*startFigures{"cold": &r.Cold, "warm": r.Warm, "raw": r.Raw} {
+		if rw != nil && (rw.Sequential.N != n || rw.Burst.N != n || rw.Sequential.P50 <= 0 || rw.Burst.P50 <= 0) {
+			t.Errorf("%s: %+v in %s", name, *rw, out)
+		}
+	}
+	return r
 }

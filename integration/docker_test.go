@@ -132,29 +132,9 @@ func TestBenchSessionStartJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench --session-start: %d %s", code, errOut)
 	}
-	type figs struct {
-		N   int     `json:"n"`
-		P50 float64 `json:"p50_ms"`
-	}
-	type row struct{ Sequential, Burst figs }
-	var r struct {
-		Backend string `json:"backend"`
-		Pool    int    `json:"pool"`
-		Cold    row    `json:"cold"`
-		Warm    *row   `json:"warm"`
-		RawName string `json:"raw"`
-		Raw     *row   `json:"raw_figures"`
-	}
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("bench output %q: %v", out, err)
-	}
+	r := sessionStartReport(t, out, 2)
 	if r.Backend != "docker" || r.Pool != 2 || r.Warm == nil || r.Raw == nil || r.RawName == "" {
 		t.Fatalf("bench output: %s", out)
-	}
-	for name, rw := range map[string]row{"cold": r.Cold, "warm": *r.Warm, "raw": *r.Raw} {
-		if rw.Sequential.N != 2 || rw.Burst.N != 2 || rw.Sequential.P50 <= 0 || rw.Burst.P50 <= 0 {
-			t.Errorf("%s: %+v in %s", name, rw, out)
-		}
 	}
 	list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", prefix))})
 	if err != nil {
