@@ -52,68 +52,85 @@ type benchResult struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-func runBench(args []string, s stdio) int {
+// benchOpts are bench's flags.
+type benchOpts struct {
+	kind, mode, configFile                   string
+	n, idle, burst, pool                     int
+	asJSON, baseline, coldExec, sessionStart bool
+}
+
+// parseBenchFlags reads bench's flags and checks their ranges; done says bench should end
+// with code (help, or a bad flag).
+func parseBenchFlags(args []string, s stdio) (o benchOpts, code int, done bool) {
 	fs := newFlagSet("bench", "bench --backend "+strings.Join(backend.Kinds(), "|")+" [--n N] [--json] [--mode MODE] [--config FILE] [--session-start [--burst N] [--pool N] | --cold-exec]", s)
-	kind := fs.String("backend", "", "backend to measure (default: the config's environment.type)")
-	n := fs.Int("n", 100, "commands to time")
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	mode := fs.String("mode", "", "how the backend starts commands, for backends with modes ("+benchModesHelp()+")")
-	configFile := fs.String("config", "", "config file (default: airlock.toml if present, else defaults)")
-	baseline := fs.Bool("baseline", true, "also time the raw alternative the backend stands in for (the CLI a container backend replaces, OpenSSH ControlMaster), in the same run")
-	idle := fs.Int("idle", 0, "start this many idle processes on this host first (killed after), as on a busy machine")
-	coldExec := fs.Bool("cold-exec", false, "time airlock exec -- true as a new process instead (the config's backend; --n defaults to 20)")
-	sessionStart := fs.Bool("session-start", false, "time session open plus first command instead: cold, from a warm pool, and the backend's raw alternative, sequential and in bursts (--n defaults to 20)")
-	burst := fs.Int("burst", 10, "with --session-start: sessions opened at once in a burst")
-	pool := fs.Int("pool", 0, fmt.Sprintf("with --session-start: warm pool size, 1 to %d (default: --burst)", backend.MaxWarmPool))
+	fs.StringVar(&o.kind, "backend", "", "backend to measure (default: the config's environment.type)")
+	fs.IntVar(&o.n, "n", 100, "commands to time")
+	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	fs.StringVar(&o.mode, "mode", "", "how the backend starts commands, for backends with modes ("+benchModesHelp()+")")
+	fs.StringVar(&o.configFile, "config", "", "config file (default: airlock.toml if present, else defaults)")
+	fs.BoolVar(&o.baseline, "baseline", true, "also time the raw alternative the backend stands in for (the CLI a container backend replaces, OpenSSH ControlMaster), in the same run")
+	fs.IntVar(&o.idle, "idle", 0, "start this many idle processes on this host first (killed after), as on a busy machine")
+	fs.BoolVar(&o.coldExec, "cold-exec", false, "time airlock exec -- true as a new process instead (the config's backend; --n defaults to 20)")
+	fs.BoolVar(&o.sessionStart, "session-start", false, "time session open plus first command instead: cold, from a warm pool, and the backend's raw alternative, sequential and in bursts (--n defaults to 20)")
+	fs.IntVar(&o.burst, "burst", 10, "with --session-start: sessions opened at once in a burst")
+	fs.IntVar(&o.pool, "pool", 0, fmt.Sprintf("with --session-start: warm pool size, 1 to %d (default: --burst)", backend.MaxWarmPool))
 	if code, done := parseFlags(fs, args); done {
-		return code
+		return o, code, true
 	}
-	if (*sessionStart || *coldExec) && !flagSet(fs, "n") {
-		*n = 20
+	if (o.sessionStart || o.coldExec) && !flagSet(fs, "n") {
+		o.n = 20
 	}
-	if *pool == 0 {
-		*pool = *burst
+	if o.pool == 0 {
+		o.pool = o.burst
 	}
 	switch {
-	case *n < 1:
-		return fail(s, errors.New("--n must be at least 1"))
-	case *burst < 1:
-		return fail(s, errors.New("--burst must be at least 1"))
-	case *pool < 1 || *pool > backend.MaxWarmPool:
-		return fail(s, fmt.Errorf("--pool: want 1 to %d", backend.MaxWarmPool))
+	case o.n < 1:
+		return o, fail(s, errors.New("--n must be at least 1")), true
+	case o.burst < 1:
+		return o, fail(s, errors.New("--burst must be at least 1")), true
+	case o.pool < 1 || o.pool > backend.MaxWarmPool:
+		return o, fail(s, fmt.Errorf("--pool: want 1 to %d", backend.MaxWarmPool)), true
 	}
-	cfg, err := configs.Load(*configFile)
+	return o, 0, false
+}
+
+func runBench(args []string, s stdio) int {
+	o, code, done := parseBenchFlags(args, s)
+	if done {
+		return code
+	}
+	cfg, err := configs.Load(o.configFile)
 	if err != nil {
 		return fail(s, err)
 	}
-	if *coldExec {
-		if *kind != "" && *kind != cfg.Environment.Type {
-			return fail(s, fmt.Errorf("--cold-exec runs airlock exec with the config as it is: its backend is %q, not %q", cfg.Environment.Type, *kind))
+	if o.coldExec {
+		if o.kind != "" && o.kind != cfg.Environment.Type {
+			return fail(s, fmt.Errorf("--cold-exec runs airlock exec with the config as it is: its backend is %q, not %q", cfg.Environment.Type, o.kind))
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
-		return runColdExec(ctx, cfg.Environment.Type, *configFile, *n, *asJSON, s)
+		return runColdExec(ctx, cfg.Environment.Type, o.configFile, o.n, o.asJSON, s)
 	}
-	if *kind != "" {
-		cfg.Environment.Type = *kind
+	if o.kind != "" {
+		cfg.Environment.Type = o.kind
 	}
 	// --mode is the backend's own: its record says which it has.
 	if rec, ok := backend.Lookup(cfg.Environment.Type); ok && rec.SetMode != nil {
-		if err := rec.SetMode(cfg.Environment.Section(rec.Kind), *mode); err != nil {
+		if err := rec.SetMode(cfg.Environment.Section(rec.Kind), o.mode); err != nil {
 			return fail(s, fmt.Errorf("--mode: %w", err))
 		}
-	} else if *mode != "" {
+	} else if o.mode != "" {
 		return fail(s, fmt.Errorf("--mode: backend %q has no modes", cfg.Environment.Type))
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if *sessionStart {
-		return runSessionStart(ctx, cfg, *n, *burst, *pool, *asJSON, s)
+	if o.sessionStart {
+		return runSessionStart(ctx, cfg, o.n, o.burst, o.pool, o.asJSON, s)
 	}
 	// Before the environment is opened: the local backend makes this process a subreaper,
 	// which would adopt the idle processes.
-	stopIdle, err := startIdle(*idle)
+	stopIdle, err := startIdle(o.idle)
 	if err != nil {
 		return fail(s, err)
 	}
@@ -128,54 +145,19 @@ func runBench(args []string, s stdio) int {
 		_ = env.Close(cctx)
 	}()
 	d := env.Describe()
-	if *mode != "" && d.Mode != *mode {
-		fmt.Fprintf(s.err, "airlock bench: asked for mode %q, running in %q: %s\n", *mode, d.Mode, strings.Join(d.Notes, "; "))
+	if o.mode != "" && d.Mode != o.mode {
+		fmt.Fprintf(s.err, "airlock bench: asked for mode %q, running in %q: %s\n", o.mode, d.Mode, strings.Join(d.Notes, "; "))
 	}
 
-	// The command a terminal call runs, through the environment's shell; the raw figure is
-	// the same shell command without Airlock.
-	req := backend.Request{Command: "true"}
-	if _, err := env.Exec(ctx, req); err != nil { // warm-up: first-use costs are not the round trip
+	times, rawTimes, err := timeCommands(ctx, env, o.n)
+	if err != nil {
 		return fail(s, err)
 	}
-	rt, _ := env.(roundTripper)
-	raw := d.Kind == "local" || rt != nil
-	times := make([]float64, 0, *n)
-	var rawTimes []float64
-	for range *n {
-		start := time.Now()
-		res, err := env.Exec(ctx, req)
-		if err != nil {
-			return fail(s, err)
-		}
-		if res.ExitCode != 0 {
-			return fail(s, fmt.Errorf("true exited %d: %s", res.ExitCode, res.Stderr))
-		}
-		times = append(times, ms(time.Since(start)))
-		if !raw {
-			continue
-		}
-		// Interleaved, so that whatever else the machine does weighs on both alike.
-		took, err := procgroup.TimeForkExec()
-		if err != nil {
-			return fail(s, fmt.Errorf("raw fork/exec: %w", err))
-		}
-		if rt != nil {
-			start := time.Now()
-			if err := rt.RoundTrip(ctx); err != nil {
-				return fail(s, err)
-			}
-			took += time.Since(start)
-		}
-		rawTimes = append(rawTimes, ms(took))
-	}
-	sort.Float64s(times)
-	r := benchResult{Backend: d.Kind, Mode: d.Mode, N: *n, Idle: *idle, Notes: d.Notes,
+	r := benchResult{Backend: d.Kind, Mode: d.Mode, N: o.n, Idle: o.idle, Notes: d.Notes,
 		P50: percentile(times, 50), P90: percentile(times, 90), P99: percentile(times, 99)}
-	if raw {
-		sort.Float64s(rawTimes)
+	if rawTimes != nil {
 		r.Raw = "fork/exec of sh -c true"
-		if rt != nil {
+		if _, ok := env.(roundTripper); ok {
 			r.Raw += " + a round trip to the host"
 		}
 		r.RawP50, r.RawP90, r.RawP99 = percentile(rawTimes, 50), percentile(rawTimes, 90), percentile(rawTimes, 99)
@@ -183,20 +165,70 @@ func runBench(args []string, s stdio) int {
 			r.Ratio = math.Round(r.P50/r.RawP50*100) / 100
 		}
 	}
-	if *baseline {
-		r.Baseline = timeBaseline(ctx, env, *n)
+	if o.baseline {
+		r.Baseline = timeBaseline(ctx, env, o.n)
 	}
-	if *asJSON {
+	if o.asJSON {
 		out, _ := json.Marshal(r)
 		fmt.Fprintln(s.out, string(out))
 		return 0
 	}
+	printBench(s, r)
+	return 0
+}
+
+// timeCommands times n runs of the command a terminal call runs (`true`, through the
+// environment's shell) after a warm-up, sorted. Where there is a raw alternative — a
+// fork/exec of the same shell command on this host, plus a round trip to the host for a
+// remote environment — it is timed interleaved with them, so that whatever else the machine
+// does weighs on both alike; rawTimes is nil where there is none.
+func timeCommands(ctx context.Context, env backend.Environment, n int) (times, rawTimes []float64, err error) {
+	req := backend.Request{Command: "true"}
+	if _, err := env.Exec(ctx, req); err != nil { // warm-up: first-use costs are not the round trip
+		return nil, nil, err
+	}
+	rt, _ := env.(roundTripper)
+	raw := env.Describe().Kind == "local" || rt != nil
+	times = make([]float64, 0, n)
+	for range n {
+		start := time.Now()
+		res, err := env.Exec(ctx, req)
+		if err != nil {
+			return nil, nil, err
+		}
+		if res.ExitCode != 0 {
+			return nil, nil, fmt.Errorf("true exited %d: %s", res.ExitCode, res.Stderr)
+		}
+		times = append(times, ms(time.Since(start)))
+		if !raw {
+			continue
+		}
+		took, err := procgroup.TimeForkExec()
+		if err != nil {
+			return nil, nil, fmt.Errorf("raw fork/exec: %w", err)
+		}
+		if rt != nil {
+			start := time.Now()
+			if err := rt.RoundTrip(ctx); err != nil {
+				return nil, nil, err
+			}
+			took += time.Since(start)
+		}
+		rawTimes = append(rawTimes, ms(took))
+	}
+	sort.Float64s(times)
+	sort.Float64s(rawTimes)
+	return times, rawTimes, nil
+}
+
+// printBench prints r for a person.
+func printBench(s stdio, r benchResult) {
 	idleNote := ""
 	if r.Idle > 0 {
 		idleNote = fmt.Sprintf(", %d idle processes on the host", r.Idle)
 	}
 	fmt.Fprintf(s.out, "%s (%s), %d runs of sh -c true%s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms\n", r.Backend, r.Mode, r.N, idleNote, r.P50, r.P90, r.P99)
-	if raw {
+	if r.Raw != "" {
 		fmt.Fprintf(s.out, "  without Airlock, same run (%s): p50 %.2f ms, p90 %.2f ms, p99 %.2f ms; ratio at p50 %.2f\n", r.Raw, r.RawP50, r.RawP90, r.RawP99, r.Ratio)
 	}
 	if b := r.Baseline; b != nil && b.Error != "" {
@@ -207,7 +239,6 @@ func runBench(args []string, s stdio) int {
 	for _, note := range r.Notes {
 		fmt.Fprintf(s.out, "  note: %s\n", note)
 	}
-	return 0
 }
 
 // benchBaseline is the raw alternative's figures, or why it could not be timed.
