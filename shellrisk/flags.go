@@ -52,33 +52,11 @@ func (w *walker) scan(p *program, args []arg, wrapper bool) scanned {
 		}
 		if p.execFlags[t] {
 			exprStarted = true
-			s.flags = append(s.flags, t)
-			s.flagAt = append(s.flagAt, i)
-			j := i + 1
-			for j < len(args) && args[j].text != ";" && args[j].text != "+" {
-				j++
-			}
-			s.execs = append(s.execs, args[i+1:j])
-			i = j
+			i = s.execFlag(args, i)
 			continue
 		}
 		if p.wLongOptions && !a.dynamic && strings.HasPrefix(t, "-W") {
-			// awk -W exec=FILE is --exec=FILE.
-			v, at := t[2:], i
-			if v == "" && i+1 < len(args) {
-				i++
-				s.markValue(i)
-				v = args[i].text
-				if args[i].dynamic {
-					v = dynamicMark
-				}
-			}
-			long := "--" + v
-			s.flags = append(s.flags, long)
-			s.flagAt = append(s.flagAt, at)
-			if name, val, ok := strings.Cut(long, "="); ok {
-				s.values = appendValues(s.values, longNames(p, name), attached(val), at)
-			}
+			i = s.wLong(p, args, i)
 			continue
 		}
 		if isFlag(t) && !a.dynamic {
@@ -113,6 +91,40 @@ func (w *walker) scan(p *program, args []arg, wrapper bool) scanned {
 		s.operands = append(s.operands, a)
 	}
 	return s
+}
+
+// execFlag records find's -exec (or -ok, -execdir…) at i with the command that follows it
+// up to its ";" or "+", and returns the index of that terminator.
+func (s *scanned) execFlag(args []arg, i int) int {
+	s.flags = append(s.flags, args[i].text)
+	s.flagAt = append(s.flagAt, i)
+	j := i + 1
+	for j < len(args) && args[j].text != ";" && args[j].text != "+" {
+		j++
+	}
+	s.execs = append(s.execs, args[i+1:j])
+	return j
+}
+
+// wLong records awk's -W OPTION at i as the long option it stands for (-W exec=FILE is
+// --exec=FILE), and returns the index of its last argument.
+func (s *scanned) wLong(p *program, args []arg, i int) int {
+	v, at := args[i].text[2:], i
+	if v == "" && i+1 < len(args) {
+		i++
+		s.markValue(i)
+		v = args[i].text
+		if args[i].dynamic {
+			v = dynamicMark
+		}
+	}
+	long := "--" + v
+	s.flags = append(s.flags, long)
+	s.flagAt = append(s.flagAt, at)
+	if name, val, ok := strings.Cut(long, "="); ok {
+		s.values = appendValues(s.values, longNames(p, name), attached(val), at)
+	}
+	return i
 }
 
 // markValue records that the argument at i is a flag's value.
