@@ -96,19 +96,34 @@ func (c *checker) claude(t clientconfig.Target, bin string) {
 	trusted := claudeTrusted(t.Home, t.ProjectDir)
 	c.say(trusted || t.Scope != clientconfig.Project, "folder %s trusted by Claude Code: %v "+
 		"(project scope needs it: start claude in the folder once and accept the trust dialog)", t.ProjectDir, trusted)
-	// Claude Code may send its first request before its MCP servers are up: ask again then.
+	prefix := "mcp__" + clientconfig.ServerName + "__"
+	tools, err := probeTools(prefix, func() ([]string, error) {
+		return clientprobe.ClaudeTools(context.Background(), bin, t.ProjectDir, t.Home)
+	})
+	if err != nil {
+		c.say(false, "tools: %v", err)
+		return
+	}
+	c.tools(tools, prefix, clientconfig.ClaudeOwnTools)
+}
+
+// probeTools runs a client's probe until the tools it offers its model include one with
+// prefix, three times at most, and returns the last tools offered. A client may send its
+// first model request before its MCP servers are up (both Claude Code and Codex did, on
+// this 2-core machine at load 35-57, where airlock mcp took over half a second to answer
+// initialize): the check is of the configuration, so it asks again.
+func probeTools(prefix string, probe func() ([]string, error)) ([]string, error) {
 	var tools []string
 	for range 3 {
-		tools, err = clientprobe.ClaudeTools(context.Background(), bin, t.ProjectDir, t.Home)
-		if err != nil {
-			c.say(false, "tools: %v", err)
-			return
+		var err error
+		if tools, err = probe(); err != nil {
+			return nil, err
 		}
-		if slices.ContainsFunc(tools, func(n string) bool { return strings.HasPrefix(n, "mcp__"+clientconfig.ServerName+"__") }) {
+		if slices.ContainsFunc(tools, func(n string) bool { return strings.HasPrefix(n, prefix) }) {
 			break
 		}
 	}
-	c.tools(tools, "mcp__"+clientconfig.ServerName+"__", clientconfig.ClaudeOwnTools)
+	return tools, nil
 }
 
 func (c *checker) codex(t clientconfig.Target, bin string) {
@@ -118,12 +133,15 @@ func (c *checker) codex(t clientconfig.Target, bin string) {
 	if codexHome == "" {
 		codexHome = filepath.Join(t.Home, ".codex")
 	}
-	tools, err := clientprobe.CodexTools(context.Background(), bin, t.ProjectDir, t.Home, codexHome)
+	prefix := "mcp__" + clientconfig.ServerName + "."
+	tools, err := probeTools(prefix, func() ([]string, error) {
+		return clientprobe.CodexTools(context.Background(), bin, t.ProjectDir, t.Home, codexHome)
+	})
 	if err != nil {
 		c.say(false, "tools: %v", err)
 		return
 	}
-	c.tools(tools, "mcp__"+clientconfig.ServerName+".", codexOwnTools)
+	c.tools(tools, prefix, codexOwnTools)
 }
 
 // tools reports Airlock's tools offered to the model, and any of the client's own left on.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,5 +53,26 @@ func TestInstallWritesTheConfigOutsideTheWorkspace(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(want); !strings.Contains(string(b), "# mine") {
 		t.Fatalf("second install rewrote the config: %s", b)
+	}
+}
+
+// probeTools asks again while the client offers none of Airlock's tools (its MCP server
+// was not up yet), three times at most, and stops at the first answer that has them.
+func TestProbeToolsAsksAgain(t *testing.T) {
+	answers := [][]string{{"Read"}, {"Read"}, {"Read", "mcp__airlock__terminal"}, {"never asked"}}
+	calls := 0
+	probe := func() ([]string, error) { calls++; return answers[calls-1], nil }
+	tools, err := probeTools("mcp__airlock__", probe)
+	if err != nil || calls != 3 || len(tools) != 2 {
+		t.Fatalf("tools %q, err %v after %d probes; want the third answer", tools, err, calls)
+	}
+	calls = 0
+	answers = [][]string{{"Read"}, {"Read"}, {"Bash"}, {"mcp__airlock__terminal"}}
+	if tools, _ := probeTools("mcp__airlock__", probe); calls != 3 || tools[0] != "Bash" {
+		t.Fatalf("tools %q after %d probes; want the third answer after three", tools, calls)
+	}
+	boom := errors.New("no model request")
+	if _, err := probeTools("mcp__airlock__", func() ([]string, error) { return nil, boom }); !errors.Is(err, boom) {
+		t.Fatalf("err %v, want the probe's", err)
 	}
 }
