@@ -28,20 +28,12 @@ func init() {
 // benchResult is the JSON that `airlock bench --json` prints; tests outside the repository
 // rely on its fields.
 type benchResult struct {
-	Backend string  `json:"backend"`
-	Mode    string  `json:"mode"`
-	N       int     `json:"n"`
-	P50     float64 `json:"p50_ms"`
-	P90     float64 `json:"p90_ms"`
-	P99     float64 `json:"p99_ms"`
-	// Raw is what the same work costs without Airlock, timed in the same run, interleaved
-	// with the commands above: a fork/exec of sh -c true here, plus for SSH a round trip to
-	// the host on the same connection. RawP50 etc. are its percentiles; Ratio is P50/RawP50.
-	Raw    string  `json:"raw,omitempty"`
-	RawP50 float64 `json:"raw_p50_ms,omitempty"`
-	RawP90 float64 `json:"raw_p90_ms,omitempty"`
-	RawP99 float64 `json:"raw_p99_ms,omitempty"`
-	Ratio  float64 `json:"ratio_p50,omitempty"`
+	Backend string `json:"backend"`
+	Mode    string `json:"mode"`
+	N       int    `json:"n"`
+	// The commands' percentiles and the raw alternative's: a fork/exec of sh -c true, plus
+	// for SSH a round trip to the host on the same connection.
+	againstRaw
 	// Baseline is the raw alternative the backend stands in for — the docker CLI's exec,
 	// OpenSSH's ControlMaster — timed in the same run against the same target.
 	Baseline *benchBaseline `json:"baseline,omitempty"`
@@ -153,18 +145,12 @@ func runBench(args []string, s stdio) int {
 	if err != nil {
 		return fail(s, err)
 	}
-	r := benchResult{Backend: d.Kind, Mode: d.Mode, N: o.n, Idle: o.idle, Notes: d.Notes,
-		P50: percentile(times, 50), P90: percentile(times, 90), P99: percentile(times, 99)}
-	if rawTimes != nil {
-		r.Raw = "fork/exec of sh -c true"
-		if _, ok := env.(roundTripper); ok {
-			r.Raw += " + a round trip to the host"
-		}
-		r.RawP50, r.RawP90, r.RawP99 = percentile(rawTimes, 50), percentile(rawTimes, 90), percentile(rawTimes, 99)
-		if r.RawP50 > 0 {
-			r.Ratio = math.Round(r.P50/r.RawP50*100) / 100
-		}
+	rawName := "fork/exec of sh -c true"
+	if _, ok := env.(roundTripper); ok {
+		rawName += " + a round trip to the host"
 	}
+	r := benchResult{Backend: d.Kind, Mode: d.Mode, N: o.n, Idle: o.idle, Notes: d.Notes,
+		againstRaw: againstRawOf(times, rawTimes, rawName)}
 	if o.baseline {
 		r.Baseline = timeBaseline(ctx, env, o.n)
 	}
@@ -228,9 +214,7 @@ func printBench(s stdio, r benchResult) {
 		idleNote = fmt.Sprintf(", %d idle processes on the host", r.Idle)
 	}
 	fmt.Fprintf(s.out, "%s (%s), %d runs of sh -c true%s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms\n", r.Backend, r.Mode, r.N, idleNote, r.P50, r.P90, r.P99)
-	if r.Raw != "" {
-		fmt.Fprintf(s.out, "  without Airlock, same run (%s): p50 %.2f ms, p90 %.2f ms, p99 %.2f ms; ratio at p50 %.2f\n", r.Raw, r.RawP50, r.RawP90, r.RawP99, r.Ratio)
-	}
+	r.printRaw(s)
 	if b := r.Baseline; b != nil && b.Error != "" {
 		fmt.Fprintf(s.out, "  same run, %s: not timed: %s\n", b.Name, b.Error)
 	} else if b != nil {
@@ -279,6 +263,43 @@ func timeBaseline(ctx context.Context, env backend.Environment, n int) *benchBas
 	sort.Float64s(times)
 	out.P50, out.P90, out.P99 = percentile(times, 50), percentile(times, 90), percentile(times, 99)
 	return out
+}
+
+// againstRaw is a timed series beside the raw alternative timed in the same run,
+// interleaved with it.
+type againstRaw struct {
+	P50 float64 `json:"p50_ms"`
+	P90 float64 `json:"p90_ms"`
+	P99 float64 `json:"p99_ms"`
+	// Raw names what the same work costs without Airlock; RawP50 etc. are its percentiles
+	// and Ratio is P50/RawP50.
+	Raw    string  `json:"raw,omitempty"`
+	RawP50 float64 `json:"raw_p50_ms,omitempty"`
+	RawP90 float64 `json:"raw_p90_ms,omitempty"`
+	RawP99 float64 `json:"raw_p99_ms,omitempty"`
+	Ratio  float64 `json:"ratio_p50,omitempty"`
+}
+
+// againstRawOf takes the percentiles of sorted times and, when there are any, of the
+// sorted raw times, named rawName.
+func againstRawOf(times, raw []float64, rawName string) againstRaw {
+	a := againstRaw{P50: percentile(times, 50), P90: percentile(times, 90), P99: percentile(times, 99)}
+	if len(raw) == 0 {
+		return a
+	}
+	a.Raw = rawName
+	a.RawP50, a.RawP90, a.RawP99 = percentile(raw, 50), percentile(raw, 90), percentile(raw, 99)
+	if a.RawP50 > 0 {
+		a.Ratio = math.Round(a.P50/a.RawP50*100) / 100
+	}
+	return a
+}
+
+// printRaw prints the raw alternative's line, if it was timed.
+func (a againstRaw) printRaw(s stdio) {
+	if a.Raw != "" {
+		fmt.Fprintf(s.out, "  without Airlock, same run (%s): p50 %.2f ms, p90 %.2f ms, p99 %.2f ms; ratio at p50 %.2f\n", a.Raw, a.RawP50, a.RawP90, a.RawP99, a.Ratio)
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

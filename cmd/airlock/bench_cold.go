@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"sort"
@@ -16,16 +15,9 @@ import (
 
 // coldExecResult is the JSON `airlock bench --cold-exec --json` prints.
 type coldExecResult struct {
-	Backend string  `json:"backend"`
-	N       int     `json:"n"`
-	P50     float64 `json:"p50_ms"`
-	P90     float64 `json:"p90_ms"`
-	P99     float64 `json:"p99_ms"`
-	Raw     string  `json:"raw"`
-	RawP50  float64 `json:"raw_p50_ms"`
-	RawP90  float64 `json:"raw_p90_ms"`
-	RawP99  float64 `json:"raw_p99_ms"`
-	Ratio   float64 `json:"ratio_p50"`
+	Backend string `json:"backend"`
+	N       int    `json:"n"`
+	againstRaw
 }
 
 // runColdExec times `airlock exec -- true` run as a process of its own, from its start to
@@ -81,16 +73,13 @@ func runColdExec(ctx context.Context, backendKind, configFile string, n int, asJ
 	}
 	sort.Float64s(times)
 	sort.Float64s(raw)
-	r := coldExecResult{Backend: backendKind, N: n, Raw: "fork/exec of sh -c true",
-		P50: percentile(times, 50), P90: percentile(times, 90), P99: percentile(times, 99),
-		RawP50: percentile(raw, 50), RawP90: percentile(raw, 90), RawP99: percentile(raw, 99)}
-	r.Ratio = math.Round(r.P50/max(r.RawP50, 0.001)*100) / 100
+	r := coldExecResult{Backend: backendKind, N: n, againstRaw: againstRawOf(times, raw, "fork/exec of sh -c true")}
 	if asJSON {
 		out, _ := json.Marshal(r)
 		fmt.Fprintln(s.out, string(out))
 		return 0
 	}
 	fmt.Fprintf(s.out, "%s: airlock exec -- true as a new process, %d runs: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms\n", r.Backend, r.N, r.P50, r.P90, r.P99)
-	fmt.Fprintf(s.out, "  without Airlock, same run (%s): p50 %.2f ms, p90 %.2f ms, p99 %.2f ms; ratio at p50 %.2f\n", r.Raw, r.RawP50, r.RawP90, r.RawP99, r.Ratio)
+	r.printRaw(s)
 	return 0
 }
