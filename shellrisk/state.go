@@ -74,27 +74,22 @@ func (s *shellState) clone() shellState {
 	return *s
 }
 
-// ownVars returns vars ready to be changed: a copy of its own when it may be shared, a new
-// map when there is none.
-func (s *shellState) ownVars() map[string]varValue {
-	if s.vars == nil {
-		s.vars = map[string]varValue{}
-	} else if s.varsShared {
-		s.vars = maps.Clone(s.vars)
-	}
-	s.varsShared = false
-	return s.vars
-}
+// ownVars returns vars ready to be changed (see own).
+func (s *shellState) ownVars() map[string]varValue { return own(&s.vars, &s.varsShared) }
 
-// ownFuncs is ownVars for funcs.
-func (s *shellState) ownFuncs() map[string]*funcDef {
-	if s.funcs == nil {
-		s.funcs = map[string]*funcDef{}
-	} else if s.funcsShared {
-		s.funcs = maps.Clone(s.funcs)
+// ownFuncs returns funcs ready to be changed (see own).
+func (s *shellState) ownFuncs() map[string]*funcDef { return own(&s.funcs, &s.funcsShared) }
+
+// own makes *m a map of the state's own, ready to be changed: a copy when it may be shared
+// with another copy of the state, a new map when there is none.
+func own[K comparable, V any](m *map[K]V, shared *bool) map[K]V {
+	if *m == nil {
+		*m = map[K]V{}
+	} else if *shared {
+		*m = maps.Clone(*m)
 	}
-	s.funcsShared = false
-	return s.funcs
+	*shared = false
+	return *m
 }
 
 // withKey returns set with k in it, a new map when k was not; withoutKey the same without
