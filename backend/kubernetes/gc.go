@@ -134,19 +134,38 @@ func gcDelete(ctx context.Context, cl *cluster, p *corev1.Pod) error {
 func gcPolicies(ctx context.Context, cl *cluster, alive map[string]bool, opts backend.GCOptions) []backend.GCItem {
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	list, err := cl.cs.NetworkingV1().NetworkPolicies(cl.namespace).List(ctx, metav1.ListOptions{LabelSelector: labelOwner + "=" + ownerValue})
+	policies := cl.cs.NetworkingV1().NetworkPolicies(cl.namespace)
+	list, err := policies.List(ctx, metav1.ListOptions{LabelSelector: labelOwner + "=" + ownerValue})
 	if err != nil {
 		return []backend.GCItem{{Name: "network policies in " + cl.namespace, Err: err}}
 	}
-	var items []backend.GCItem
+	var objs []podObject
 	for _, np := range list.Items {
-		if alive[np.Name] || time.Since(np.CreationTimestamp.Time) < opts.MinAge && !opts.All {
+		objs = append(objs, podObject{meta: np.ObjectMeta, pod: np.Name})
+	}
+	return gcPodObjects(ctx, "networkpolicy "+cl.namespace+"/", objs, alive, opts, func(ctx context.Context, m metav1.ObjectMeta) error {
+		return policies.Delete(ctx, m.Name, metav1.DeleteOptions{})
+	})
+}
+
+// podObject is an Airlock object that lives as long as its pod: a pod's NetworkPolicy, a
+// session's workspace claim.
+type podObject struct {
+	meta metav1.ObjectMeta
+	pod  string // the name of the pod it belongs to
+}
+
+// gcPodObjects deletes those of objs whose pod is not alive, once older than opts.MinAge
+// (or all of them with opts.All), naming each with prefix.
+func gcPodObjects(ctx context.Context, prefix string, objs []podObject, alive map[string]bool, opts backend.GCOptions, del func(context.Context, metav1.ObjectMeta) error) []backend.GCItem {
+	var items []backend.GCItem
+	for _, o := range objs {
+		if alive[o.pod] || time.Since(o.meta.CreationTimestamp.Time) < opts.MinAge && !opts.All {
 			continue
 		}
-		it := backend.GCItem{ID: string(np.UID), Name: "networkpolicy " + cl.namespace + "/" + np.Name, Reason: "its pod is gone"}
+		it := backend.GCItem{ID: string(o.meta.UID), Name: prefix + o.meta.Name, Reason: "its pod is gone"}
 		if !opts.DryRun {
-			err := cl.cs.NetworkingV1().NetworkPolicies(cl.namespace).Delete(ctx, np.Name, metav1.DeleteOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
+			if err := del(ctx, o.meta); err != nil && !apierrors.IsNotFound(err) {
 				it.Err = err
 			}
 			it.Removed = it.Err == nil

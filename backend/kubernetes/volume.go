@@ -147,20 +147,11 @@ func gcClaims(ctx context.Context, cl *cluster, alive map[string]bool, opts back
 	if err != nil {
 		return []backend.GCItem{{Name: "persistentvolumeclaims in " + cl.namespace, Err: err}}
 	}
-	var items []backend.GCItem
+	var objs []podObject
 	for _, c := range list.Items {
-		if alive[c.Labels[labelPod]] || time.Since(c.CreationTimestamp.Time) < opts.MinAge && !opts.All {
-			continue
-		}
-		it := backend.GCItem{ID: string(c.UID), Name: "persistentvolumeclaim " + cl.namespace + "/" + c.Name, Reason: "its pod is gone"}
-		if !opts.DryRun {
-			err := claims.Delete(ctx, c.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(c.UID))})
-			if err != nil && !apierrors.IsNotFound(err) {
-				it.Err = err
-			}
-			it.Removed = it.Err == nil
-		}
-		items = append(items, it)
+		objs = append(objs, podObject{meta: c.ObjectMeta, pod: c.Labels[labelPod]})
 	}
-	return items
+	return gcPodObjects(ctx, "persistentvolumeclaim "+cl.namespace+"/", objs, alive, opts, func(ctx context.Context, m metav1.ObjectMeta) error {
+		return claims.Delete(ctx, m.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(m.UID))})
+	})
 }
