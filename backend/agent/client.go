@@ -39,6 +39,8 @@ type Client struct {
 	peer    hello // the server's hello
 	nextID  uint32
 	pending map[uint32]*call
+	// tunnels carries the connections of commands run with Request.EgressTunnel.
+	tunnels *tunnelSet
 }
 
 // call is the client's state for one request. The read loop only appends, signals and
@@ -57,8 +59,10 @@ type call struct {
 	// for, as its Exec's context named it.
 	ownerDone chan ownerDoneMsg
 	callID    string
-	finished  chan struct{}
-	live      *liveCopy // nil unless the request asked for live output
+	// tunnel takes the command's connections (Request.EgressTunnel); nil refuses them.
+	tunnel   *tunnelListener
+	finished chan struct{}
+	live     *liveCopy // nil unless the request asked for live output
 }
 
 func (c *call) add(dst *[]byte, p []byte) {
@@ -83,6 +87,7 @@ func NewClient(r io.Reader, w io.WriteCloser, opts ClientOptions) *Client {
 		done:    make(chan struct{}),
 		pending: map[uint32]*call{},
 	}
+	c.tunnels = newTunnelSet(c.send)
 	// Buffered: a frame is then one read of the stream, not three.
 	go c.readLoop(bufio.NewReaderSize(r, 64<<10))
 	// The hello goes first on the stream, but NewClient must not block on a peer that does
@@ -148,6 +153,7 @@ func (c *Client) fail(err error) {
 		c.err = err
 		c.mu.Unlock()
 		close(c.done)
+		c.tunnels.closeAll()
 	})
 }
 
@@ -227,6 +233,10 @@ func (c *Client) dispatch(f frame) error {
 		return cl.fileFrame(f)
 	case frameOwnerDone:
 		return cl.ownerFrame(f)
+	case frameTunnelOpen:
+		return c.acceptTunnel(f, cl)
+	case frameTunnelData, frameTunnelCredit, frameTunnelEOF, frameTunnelReset:
+		return c.tunnels.handle(f)
 	default:
 		return fmt.Errorf("%w: unexpected %q from server", ErrMalformedFrame, f.typ)
 	}
@@ -252,6 +262,7 @@ func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) 
 		MaxOutputBytes: req.MaxOutputBytes,
 		Live:           req.Stdout != nil || req.Stderr != nil,
 		EgressSocket:   req.EgressSocket,
+		EgressTunnel:   req.EgressTunnel != nil,
 	}
 	if m.MaxOutputBytes <= 0 {
 		m.MaxOutputBytes = backend.DefaultMaxOutputBytes
@@ -274,6 +285,15 @@ func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) 
 	}
 	id, release := c.register(cl)
 	defer release()
+	if req.EgressTunnel != nil {
+		cl.tunnel = newTunnelListener()
+		stop := req.EgressTunnel(cl.tunnel)
+		defer func() {
+			cl.tunnel.Close()
+			c.tunnels.dropRequest(id)
+			stop()
+		}()
+	}
 
 	start := time.Now()
 	if err := c.send(frameStart, id, mustJSON(m)); err != nil {

@@ -25,4 +25,9 @@
 // "allowlist"), a request may name a unix socket ([Request.EgressSocket]): the helper then
 // gives the command a relay port on 127.0.0.1 and its proxy variables, and carries each
 // connection to that socket, where Airlock's egress proxy answers for the command's call.
+// Where the sandbox shares no socket with Airlock's host either (a Kubernetes pod whose
+// NetworkPolicy denies all egress), a request may ask for tunnels instead
+// ([Request.EgressTunnel]): the same relay port, each connection carried back over the
+// helper's own stream with flow control per connection, and accepted on the host's side
+// from a listener the backend hands to the egress proxy as the call's.
 package agent

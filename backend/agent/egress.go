@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -33,8 +34,8 @@ var openRelays atomic.Int64
 
 // relay is one command's listener and the connections it carries.
 type relay struct {
-	ln     net.Listener
-	socket string
+	ln   net.Listener
+	dial func(context.Context) (net.Conn, error)
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -42,13 +43,14 @@ type relay struct {
 	wg     sync.WaitGroup
 }
 
-// startRelay listens on a free port of 127.0.0.1 and relays what arrives to socket.
-func startRelay(socket string) (*relay, error) {
+// startRelay listens on a free port of 127.0.0.1 and relays what arrives to what dial
+// connects to.
+func startRelay(dial func(context.Context) (net.Conn, error)) (*relay, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("egress relay: listen: %w", err)
 	}
-	r := &relay{ln: ln, socket: socket, conns: map[net.Conn]struct{}{}}
+	r := &relay{ln: ln, dial: dial, conns: map[net.Conn]struct{}{}}
 	openRelays.Add(1)
 	r.wg.Add(1)
 	go r.accept()
@@ -94,15 +96,14 @@ func (r *relay) untrack(c net.Conn) {
 	r.mu.Unlock()
 }
 
-// serve copies one connection to the host's socket and back, passing each side's end of
-// data on as a half-close, so that a client that waits for the end of the response gets it.
-// A socket that cannot be reached closes the connection: the command sees a proxy that
-// hung up, never another way out.
+// serve copies one connection to the host's side (its socket, or a tunnel) and back,
+// passing each side's end of data on as a half-close, so that a client that waits for the
+// end of the response gets it. A host side that cannot be reached closes the connection: the
+// command sees a proxy that hung up, never another way out.
 func (r *relay) serve(c net.Conn) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), egressDialTimeout)
-	var d net.Dialer
-	up, err := d.DialContext(ctx, "unix", r.socket)
+	up, err := r.dial(ctx)
 	cancel()
 	if err != nil {
 		return
@@ -146,9 +147,19 @@ func (r *relay) Close() {
 
 // egressEnv returns the command's environment and what ends its relay: unchanged when the
 // request asks for none, else with the proxy variables naming a relay of its own (set last,
-// over any the request carried, so that no duplicate can win).
-func egressEnv(m startMsg) ([]string, func(), error) {
-	if m.EgressSocket == "" {
+// over any the request carried, so that no duplicate can win) to the request's socket or
+// through tunnels of request id.
+func (s *server) egressEnv(id uint32, m startMsg) ([]string, func(), error) {
+	switch {
+	case m.EgressTunnel && m.EgressSocket != "":
+		return nil, nil, errors.New("egress relay: a request names both a socket and a tunnel")
+	case m.EgressTunnel:
+		r, err := startRelay(func(context.Context) (net.Conn, error) { return s.tunnels.open(id) })
+		if err != nil {
+			return nil, nil, err
+		}
+		return withProxyEnv(m.Env, r.URL()), func() { r.Close(); s.tunnels.dropRequest(id) }, nil
+	case m.EgressSocket == "":
 		return m.Env, func() {}, nil
 	}
 	// Checked before the command starts, so that a socket the container does not see (a
@@ -157,11 +168,19 @@ func egressEnv(m startMsg) ([]string, func(), error) {
 	if fi, err := os.Stat(m.EgressSocket); err != nil || fi.Mode()&os.ModeSocket == 0 {
 		return nil, nil, fmt.Errorf("egress relay: the egress proxy's socket %s is not here (%v): its directory is bind-mounted from Airlock's host, so the container runtime must run there", m.EgressSocket, statErr(fi, err))
 	}
-	r, err := startRelay(m.EgressSocket)
+	r, err := startRelay(dialUnix(m.EgressSocket))
 	if err != nil {
 		return nil, nil, err
 	}
 	return withProxyEnv(m.Env, r.URL()), r.Close, nil
+}
+
+// dialUnix connects to the unix socket at path.
+func dialUnix(path string) func(context.Context) (net.Conn, error) {
+	return func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}
 }
 
 func statErr(fi os.FileInfo, err error) string {

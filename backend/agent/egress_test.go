@@ -40,7 +40,7 @@ func unixServer(t testing.TB) string {
 }
 
 func TestRelayCarriesRequestsAndEndsWithClose(t *testing.T) {
-	r, err := startRelay(unixServer(t))
+	r, err := startRelay(dialUnix(unixServer(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestRelayCarriesRequestsAndEndsWithClose(t *testing.T) {
 }
 
 func TestRelayWithoutSocketHangsUp(t *testing.T) {
-	r, err := startRelay(filepath.Join(t.TempDir(), "missing.sock"))
+	r, err := startRelay(dialUnix(filepath.Join(t.TempDir(), "missing.sock")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func BenchmarkEgressRelay(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(p.ServeCall(uln, "bench-call"))
-	r, err := startRelay(sock)
+	r, err := startRelay(dialUnix(sock))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 
 // ProtocolVersion is the version both sides announce in their hello. A peer with another
 // version is refused: the helper binary and the host must come from the same build family.
-// (2: file-op frames; 3: live output frames; 4: owner frames.)
-const ProtocolVersion = 4
+// (2: file-op frames; 3: live output frames; 4: owner frames; 5: tunnel frames.)
+const ProtocolVersion = 5
 
 // MaxPayload bounds one frame's payload. Larger data is split into several frames.
 const MaxPayload = 1 << 20
@@ -41,13 +41,20 @@ const (
 	frameLiveStderr frameType = 'e' // raw stderr bytes as they arrive (startMsg.Live), server to client
 	frameOwner      frameType = 'N' // JSON ownerMsg, client to server (owner.go)
 	frameOwnerDone  frameType = 'n' // JSON ownerDoneMsg, server to client; the request is over
+	// Tunnels (tunnel.go): each payload starts with the connection's 4-byte number.
+	frameTunnelOpen   frameType = 'T' // a connection the command made, server to client
+	frameTunnelData   frameType = 't' // its bytes, both directions
+	frameTunnelCredit frameType = 'w' // 4-byte credit for more bytes, both directions
+	frameTunnelEOF    frameType = 'z' // the sender sends no more, both directions
+	frameTunnelReset  frameType = 'K' // the connection is over, both directions
 )
 
 func (t frameType) valid() bool {
 	switch t {
 	case frameHello, frameStart, frameStdin, frameStdinClose, frameCancel,
 		frameWindow, frameStdout, frameStderr, frameExit, frameLiveStdout, frameLiveStderr,
-		frameFile, frameFileData, frameFileDone, frameOwner, frameOwnerDone:
+		frameFile, frameFileData, frameFileDone, frameOwner, frameOwnerDone,
+		frameTunnelOpen, frameTunnelData, frameTunnelCredit, frameTunnelEOF, frameTunnelReset:
 		return true
 	}
 	return false

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"io"
+	"net"
 	"time"
 )
 
@@ -33,6 +34,9 @@ type startMsg struct {
 	// EgressSocket, when set, is the unix socket the command's network traffic is relayed
 	// to (egress.go).
 	EgressSocket string `json:"egress_socket,omitempty"`
+	// EgressTunnel asks for the command's network traffic to be relayed back over the
+	// stream (tunnel.go).
+	EgressTunnel bool `json:"egress_tunnel,omitempty"`
 }
 
 // Error kinds in exitMsg, mapped back to backend sentinels by the client.
@@ -87,6 +91,14 @@ type Request struct {
 	// command, sets its proxy variables (see [EgressVars]) to that port and relays each
 	// connection there to the socket. For a command whose only network is its loopback.
 	EgressSocket string
+	// EgressTunnel, when set, is called once before the command starts with a listener whose
+	// connections are the command's: the helper listens on 127.0.0.1 for the command, points
+	// its proxy variables there, and carries each connection back over the stream (see
+	// tunnel.go). The backend hands the listener to Airlock's egress proxy as the call's
+	// (backend.Egress.ServeCall); release runs when the command is over. For a command whose
+	// sandbox has no other way out, not even to a socket of the host's. Exclusive with
+	// EgressSocket.
+	EgressTunnel func(ln net.Listener) (release func())
 }
 
 // stdinWindow is the stdin credit each request starts with: what the server may have to

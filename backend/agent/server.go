@@ -56,6 +56,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 		opts.Logger = hclog.NewNullLogger()
 	}
 	s := &server{opts: opts, w: w, procs: map[uint32]*proc{}, owners: sockowner.New()}
+	s.tunnels = newTunnelSet(s.send)
 	enforced, notes := sandboxHello(opts)
 	if err := s.send(frameHello, 0, mustJSON(hello{Version: ProtocolVersion, Role: "server", PID: os.Getpid(), SandboxEnforced: enforced, SandboxNotes: notes})); err != nil {
 		return fmt.Errorf("agent: send hello: %w", err)
@@ -123,7 +124,9 @@ type server struct {
 	stopping bool               // stopAll began: no request starts any more
 	// owners tracks which request each running command's process group is for (owner.go).
 	owners *sockowner.Table
-	wg     sync.WaitGroup
+	// tunnels carries commands' connections back over the stream (tunnel.go).
+	tunnels *tunnelSet
+	wg      sync.WaitGroup
 }
 
 // track counts one more request goroutine for stopAll to wait for; false once the server is
@@ -184,6 +187,8 @@ func (s *server) handle(f frame) error {
 		return s.handleFile(f)
 	case frameOwner:
 		s.handleOwner(f)
+	case frameTunnelData, frameTunnelCredit, frameTunnelEOF, frameTunnelReset:
+		return s.tunnels.handle(f)
 	default:
 		return fmt.Errorf("%w: unexpected %q from client", ErrMalformedFrame, f.typ)
 	}
@@ -200,6 +205,7 @@ func (s *server) stopAll() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.tunnels.closeAll()
 }
 
 func (s *server) run(p *proc, m startMsg) {
@@ -294,7 +300,7 @@ func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer) exitMsg 
 			return fail(kindOutside, "working directory %q resolves to %s, outside %s", m.Dir, dir, ws)
 		}
 	}
-	env, stopRelay, err := egressEnv(m)
+	env, stopRelay, err := s.egressEnv(p.id, m)
 	if err != nil {
 		return fail(kindStart, "%v", err)
 	}
