@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -44,7 +45,10 @@ var (
 // Option adjusts construction.
 type Option func(*options) error
 
-type options struct{ logger hclog.Logger }
+type options struct {
+	logger hclog.Logger
+	egress backend.EgressProxy // [network] mode allowlist (see WithEgressProxy)
+}
 
 // WithLogger sets the logger (default: none).
 func WithLogger(l hclog.Logger) Option {
@@ -70,6 +74,10 @@ type Env struct {
 	helper  *agent.Binary
 	// helperProblem says why there is no helper binary to install.
 	helperProblem string
+	// egressStop and egressServe are the session's egress proxy in [network] mode
+	// allowlist (egress.go); nil otherwise. Set in New, read-only after.
+	egressStop  func() error
+	egressServe func(ln net.Listener, callID string) (release func())
 
 	// rep brings the pod and helper back when they go away, one repair at a time, and owes
 	// the next result its notes; Close waits for a repair in flight.
@@ -122,9 +130,14 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	}
 	spec, err := podSpec(cfg)
 	if err != nil {
+		err = fmt.Errorf("kubernetes: %w", err)
+	} else if cfg.Network == backend.NetworkAllowlist {
+		err = e.startEgress(ctx, o.egress)
+	}
+	if err != nil {
 		release, _ := e.rep.Close()
 		release()
-		return nil, fmt.Errorf("kubernetes: %w", err)
+		return nil, err
 	}
 	e.spec = spec
 	digest := ""
@@ -168,7 +181,7 @@ func (e *Env) Describe() backend.Description {
 		Target:    e.cl.namespace + "/" + e.name + " on " + e.node + " (" + e.cl.host + ")",
 		Capabilities: backend.Capabilities{
 			FilesystemIsolation: true,
-			NetworkIsolation:    e.cfg.Network == backend.NetworkNone,
+			NetworkIsolation:    e.cfg.Network == backend.NetworkNone, // allowlist: through the proxy
 			ProcessTreeKill:     true,
 			ResidentHelper:      e.agent != nil,
 		},
@@ -221,10 +234,11 @@ func (e *Env) Close(ctx context.Context) error {
 	if a != nil {
 		a.close(ctx)
 	}
+	stopped := e.stopEgress()
 	if e.cfg.Session != "" || lost {
-		return nil
+		return stopped
 	}
-	return errors.Join(e.deletePod(ctx, uid, false), e.deleteNetworkPolicy(ctx), e.deleteClaim(ctx))
+	return errors.Join(stopped, e.deletePod(ctx, uid, false), e.deleteNetworkPolicy(ctx), e.deleteClaim(ctx))
 }
 
 // apiErr wraps an API error; an API server that does not answer is unavailable.

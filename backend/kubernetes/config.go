@@ -238,12 +238,12 @@ func (c Config) Validate() error {
 		bad("network_policy_enforcement", "want detect, assume or off, got %q", c.NetworkPolicyEnforcement)
 	}
 	switch c.Network {
-	case backend.NetworkNone, backend.NetworkOpen:
+	case backend.NetworkNone, backend.NetworkOpen, backend.NetworkAllowlist:
 	default:
-		errs = append(errs, fmt.Errorf("[network] mode %q: the kubernetes backend gives none or open", c.Network))
+		errs = append(errs, fmt.Errorf("[network] mode %q: the kubernetes backend gives none, allowlist or open", c.Network))
 	}
-	if c.Network == backend.NetworkNone && c.NetworkPolicyEnforcement == EnforceOff {
-		errs = append(errs, errors.New(key+`network_policy_enforcement = "off" says the cluster does not enforce NetworkPolicy, so [network] mode "none" cannot hold: pods would reach the network; use a network plugin that enforces it (Calico, Cilium), or set [network] mode = "open" knowingly`))
+	if c.deniesEgress() && c.NetworkPolicyEnforcement == EnforceOff {
+		errs = append(errs, fmt.Errorf(key+`network_policy_enforcement = "off" says the cluster does not enforce NetworkPolicy, so [network] mode %q cannot hold: pods would reach the network; use a network plugin that enforces it (Calico, Cilium), or set [network] mode = "open" knowingly`, c.Network))
 	}
 	if err := c.validatePool(); err != nil {
 		errs = append(errs, err)

@@ -1,7 +1,9 @@
 package kubernetes_test
 
 import (
+	"context"
 	"encoding/json"
+	"net/netip"
 	"reflect"
 	"sort"
 	"strings"
@@ -32,7 +34,10 @@ func TestValidateNamesKeys(t *testing.T) {
 		{"none without enforcement", `[network] mode "none" cannot hold`, func(c *kubernetes.Config) {
 			c.Network, c.NetworkPolicyEnforcement = backend.NetworkNone, kubernetes.EnforceOff
 		}},
-		{"allowlist", `[network] mode "allowlist"`, func(c *kubernetes.Config) { c.Network = backend.NetworkAllowlist }},
+		{"allowlist without enforcement", `[network] mode "allowlist" cannot hold`, func(c *kubernetes.Config) {
+			c.Network, c.NetworkPolicyEnforcement = backend.NetworkAllowlist, kubernetes.EnforceOff
+		}},
+		{"unknown network mode", `[network] mode "some": the kubernetes backend gives none, allowlist or open`, func(c *kubernetes.Config) { c.Network = "some" }},
 		{"no deadline", "environment.kubernetes.pod_start_timeout", func(c *kubernetes.Config) { c.PodStartTimeout = -1 }},
 		{"pool too big", "environment.kubernetes.warm_pool: want 0 to 64", func(c *kubernetes.Config) { c.WarmPool = 65 }},
 		{"negative pool", "environment.kubernetes.warm_pool", func(c *kubernetes.Config) { c.WarmPool = -1 }},
@@ -89,7 +94,8 @@ func TestSchemaMatchesConfig(t *testing.T) {
 }
 
 // TestRecordDerivesNetwork: [network] reaches the section through the record's Derive;
-// allowlist is refused rather than given as something weaker.
+// allowlist brings the egress proxy as an option, and without one is refused rather than
+// given as something weaker.
 func TestRecordDerivesNetwork(t *testing.T) {
 	t.Parallel()
 	r, _ := backend.Lookup("kubernetes")
@@ -101,6 +107,14 @@ func TestRecordDerivesNetwork(t *testing.T) {
 	}
 	sec := r.NewConfig().(*kubernetes.Config)
 	if _, err := r.Derive(sec, backend.Policy{Network: backend.NetworkPolicy{Mode: backend.NetworkAllowlist}}); err == nil {
-		t.Errorf("allowlist accepted")
+		t.Errorf("allowlist without a proxy accepted")
+	}
+	start := func(context.Context, netip.Addr) (backend.Egress, error) { return backend.Egress{}, nil }
+	extra, err := r.Derive(sec, backend.Policy{Network: backend.NetworkPolicy{Mode: backend.NetworkAllowlist, Proxy: start}})
+	if err != nil || sec.Network != backend.NetworkAllowlist || len(extra) != 1 {
+		t.Errorf("allowlist: network %q, options %v, err %v", sec.Network, extra, err)
+	}
+	if _, ok := extra[0].(kubernetes.Option); !ok {
+		t.Errorf("allowlist's option is a %T, not a kubernetes.Option", extra[0])
 	}
 }

@@ -16,7 +16,10 @@
 // enforce; a plain bridge plugin ignores it. So mode none is not silently weaker: by default
 // ("detect") the first pod of a process proves enforcement — the API server is reachable
 // from it before its policy exists and not after — and a pod that cannot prove it is
-// refused with an error saying so; "assume" takes the operator's word.
+// refused with an error saying so; "assume" takes the operator's word. Mode "allowlist"
+// is the same deny-all policy, and the egress proxy is reached only through the helper's
+// exec stream, which carries each command's connections back to Airlock (egress.go), so no
+// address of Airlock's host need be open to the cluster.
 //
 // Commands and file tools go to the resident helper (package agent, the airlock binary
 // itself) on one long-lived exec stream per session: WebSocket, falling back to SPDY only

@@ -44,7 +44,7 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		Argv: req.Argv, Command: req.Command, Dir: dir, Workspace: e.cfg.Workdir,
 		Env: agent.MergeEnv(base, env), Stdin: req.Stdin, Timeout: timeout,
 		KillGrace: e.cfg.KillGrace, MaxOutputBytes: capBytes,
-		Stdout: req.Stdout, Stderr: req.Stderr,
+		Stdout: req.Stdout, Stderr: req.Stderr, EgressTunnel: e.callEgress(ctx),
 	})
 	if errors.Is(err, backend.ErrUnavailable) && !errors.Is(err, backend.ErrClosed) {
 		said := ""

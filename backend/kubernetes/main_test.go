@@ -126,12 +126,13 @@ func testConfig(t testing.TB) kubernetes.Config {
 	return cfg
 }
 
-func newEnv(t testing.TB, cfg kubernetes.Config) *kubernetes.Env {
+func newEnv(t testing.TB, cfg kubernetes.Config, opts ...kubernetes.Option) *kubernetes.Env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	env, err := kubernetes.New(ctx, cfg, kubernetes.WithLogger(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: os.Stderr})))
+	opts = append(opts, kubernetes.WithLogger(hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: os.Stderr})))
+	env, err := kubernetes.New(ctx, cfg, opts...)
 	if err != nil {
 		t.Fatalf("kubernetes.New: %v", err)
 	}

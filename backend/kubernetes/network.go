@@ -24,17 +24,18 @@ func (e *Env) enforcementKey() string { return e.cl.host + "|" + e.cl.namespace 
 // policyFirst reports whether the NetworkPolicy is made before the pod. Only a pod that must
 // prove enforcement runs a moment without it: its control probe needs the way out open.
 func (e *Env) policyFirst() bool {
-	if e.cfg.Network != backend.NetworkNone || e.cfg.NetworkPolicyEnforcement != EnforceDetect {
+	if !e.cfg.deniesEgress() || e.cfg.NetworkPolicyEnforcement != EnforceDetect {
 		return true
 	}
 	_, known := enforcement.Load(e.enforcementKey())
 	return known
 }
 
-// networkPolicy denies the pod every ingress and, in [network] mode none, every egress.
+// networkPolicy denies the pod every ingress and, in [network] mode none or allowlist, every
+// egress.
 func (e *Env) networkPolicy() *networkingv1.NetworkPolicy {
 	types := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
-	if e.cfg.Network == backend.NetworkNone {
+	if e.cfg.deniesEgress() {
 		types = append(types, networkingv1.PolicyTypeEgress)
 	}
 	return &networkingv1.NetworkPolicy{
@@ -74,10 +75,11 @@ func (e *Env) deleteNetworkPolicy(ctx context.Context) error {
 	return nil
 }
 
-// checkNetwork makes sure [network] holds in the pod and records how for Describe. Mode none
-// rests on the NetworkPolicy, which only some network plugins enforce (a plain bridge plugin
-// ignores it): with "detect" the first pod proves it — the API server is reachable from the
-// pod before its deny-all policy and not after — and a pod that cannot prove it is refused.
+// checkNetwork makes sure [network] holds in the pod and records how for Describe. Modes
+// none and allowlist rest on the NetworkPolicy, which only some network plugins enforce (a
+// plain bridge plugin ignores it): with "detect" the first pod proves it — the API server is
+// reachable from the pod before its deny-all policy and not after — and a pod that cannot
+// prove it is refused.
 func (e *Env) checkNetwork(ctx context.Context, pod string) error {
 	note := ""
 	switch {
@@ -97,6 +99,9 @@ func (e *Env) checkNetwork(ctx context.Context, pod string) error {
 		enforcement.Store(e.enforcementKey(), proved)
 		note = proved
 	}
+	if e.cfg.Network == backend.NetworkAllowlist {
+		note += "; commands reach Airlock's egress proxy, which decides each request, only through the resident helper's exec stream (HTTP(S)_PROXY names the helper's port on the pod's loopback)"
+	}
 	e.mu.Lock()
 	e.netNote = note
 	e.mu.Unlock()
@@ -115,7 +120,7 @@ func (e *Env) detectEnforcement(ctx context.Context, pod string) (string, error)
 		return "", err
 	}
 	refuse := func(what string) error {
-		return fmt.Errorf(`kubernetes: [network] mode "none" needs NetworkPolicy enforced, and %s; a plain bridge network plugin ignores NetworkPolicy, so pods would keep their network. Use a network plugin that enforces it (Calico, Cilium), or set environment.kubernetes.network_policy_enforcement = "assume" if you know the cluster enforces it, or [network] mode = "open" knowingly`, what)
+		return fmt.Errorf(`kubernetes: [network] mode %q needs NetworkPolicy enforced, and %s; a plain bridge network plugin ignores NetworkPolicy, so pods would keep their network. Use a network plugin that enforces it (Calico, Cilium), or set environment.kubernetes.network_policy_enforcement = "assume" if you know the cluster enforces it, or [network] mode = "open" knowingly`, e.cfg.Network, what)
 	}
 	if !before {
 		return "", refuse(fmt.Sprintf("it cannot be proved here: the control probe from pod %s could not reach the API server at %s even without a policy (%s)", pod, target, why))

@@ -30,13 +30,17 @@ func init() {
 	})
 }
 
-// derive applies [network] mode to the session's section. Allowlist (through the egress
-// proxy) is not offered yet: refused rather than given as something else.
+// derive applies [network] mode to the session's section; allowlist brings the session's
+// egress proxy (see [WithEgressProxy]).
 func derive(section any, p backend.Policy) ([]any, error) {
 	c := section.(*Config)
 	switch p.Network.Mode {
 	case backend.NetworkAllowlist:
-		return nil, errors.New(`[network] mode = "allowlist" is not supported by the kubernetes backend yet; use "none" or "open"`)
+		if p.Network.Proxy == nil {
+			return nil, errors.New(`[network] mode = "allowlist" without an egress proxy`)
+		}
+		c.Network = backend.NetworkAllowlist
+		return []any{WithEgressProxy(p.Network.Proxy)}, nil
 	case "":
 		c.Network = backend.NetworkNone
 	default:
