@@ -113,6 +113,17 @@ func (c *Client) Err() error {
 	return c.err
 }
 
+// Why says why a helper is not serving, for a repair's notes: what, then, when c is
+// known and its stream ended, the reason it ended.
+func Why(c *Client, what string) string {
+	if c != nil {
+		if err := c.Err(); err != nil {
+			return what + " (" + err.Error() + ")"
+		}
+	}
+	return what
+}
+
 // Ready waits until the server's hello arrived and was accepted.
 func (c *Client) Ready(ctx context.Context) error {
 	select {

@@ -106,13 +106,11 @@ func (e *Env) ready(ctx context.Context) ([]string, error) {
 		if e.mode == ModeExec || e.agent != nil && e.agent.alive() {
 			return true, ""
 		}
-		why := "the resident helper stopped"
+		var c *agent.Client
 		if e.agent != nil {
-			if err := e.agent.client.Err(); err != nil {
-				why += " (" + err.Error() + ")"
-			}
+			c = e.agent.client
 		}
-		return false, why
+		return false, agent.Why(c, "the resident helper stopped")
 	})
 }
 
