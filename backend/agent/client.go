@@ -50,8 +50,7 @@ type call struct {
 
 	mu             sync.Mutex
 	stdout, stderr []byte
-	credit         int
-	creditWake     chan struct{}
+	credit         *credit // stdin's
 
 	exit     chan exitMsg
 	fileDone chan fileDoneMsg // set for a file operation
@@ -223,13 +222,7 @@ func (c *Client) dispatch(f frame) error {
 		if len(f.payload) != 4 {
 			return fmt.Errorf("%w: window of %d bytes", ErrMalformedFrame, len(f.payload))
 		}
-		cl.mu.Lock()
-		cl.credit += int(binary.BigEndian.Uint32(f.payload))
-		cl.mu.Unlock()
-		select {
-		case cl.creditWake <- struct{}{}:
-		default:
-		}
+		cl.credit.add(int(binary.BigEndian.Uint32(f.payload)))
 	case frameExit:
 		var m exitMsg
 		if err := json.Unmarshal(f.payload, &m); err != nil {
@@ -282,12 +275,11 @@ func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) 
 		m.TimeoutMS = 1
 	}
 	cl := &call{
-		limit:      m.MaxOutputBytes + 256, // room for the truncation marker
-		credit:     stdinWindow,
-		creditWake: make(chan struct{}, 1),
-		exit:       make(chan exitMsg, 1),
-		finished:   make(chan struct{}),
-		callID:     backend.CallFrom(ctx),
+		limit:    m.MaxOutputBytes + 256, // room for the truncation marker
+		credit:   newCredit(stdinWindow),
+		exit:     make(chan exitMsg, 1),
+		finished: make(chan struct{}),
+		callID:   backend.CallFrom(ctx),
 	}
 	if m.Live {
 		cl.live = newLiveCopy(req.Stdout, req.Stderr)
@@ -398,7 +390,7 @@ func (c *Client) pumpStdin(id uint32, cl *call, r io.Reader) {
 	for {
 		n, err := r.Read(buf)
 		for off := 0; off < n; {
-			k, ok := c.waitCredit(cl, n-off)
+			k, ok := cl.credit.take(n-off, cl.finished, c.done)
 			if !ok {
 				return
 			}
@@ -419,27 +411,6 @@ func (c *Client) pumpStdin(id uint32, cl *call, r io.Reader) {
 		case <-cl.finished:
 			return
 		default:
-		}
-	}
-}
-
-// waitCredit takes up to want bytes of credit, waiting for some if there is none.
-func (c *Client) waitCredit(cl *call, want int) (int, bool) {
-	for {
-		cl.mu.Lock()
-		if cl.credit > 0 {
-			n := min(cl.credit, want)
-			cl.credit -= n
-			cl.mu.Unlock()
-			return n, true
-		}
-		cl.mu.Unlock()
-		select {
-		case <-cl.creditWake:
-		case <-cl.finished:
-			return 0, false
-		case <-c.done:
-			return 0, false
 		}
 	}
 }

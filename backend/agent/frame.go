@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // ProtocolVersion is the version both sides announce in their hello. A peer with another
@@ -117,4 +118,47 @@ func unexpected(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// credit is how many bytes a sender may still send on one flow-controlled flow (a request's
+// stdin, a tunnel's direction), refilled by the receiver's grants.
+type credit struct {
+	mu   sync.Mutex
+	n    int
+	wake chan struct{} // signalled by add; buffered, so add never blocks
+}
+
+func newCredit(n int) *credit { return &credit{n: n, wake: make(chan struct{}, 1)} }
+
+// add grants n more bytes.
+func (c *credit) add(n int) {
+	c.mu.Lock()
+	c.n += n
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take waits for credit and takes up to want bytes of it; false once either stop channel
+// is closed first.
+func (c *credit) take(want int, stop1, stop2 <-chan struct{}) (int, bool) {
+	for {
+		c.mu.Lock()
+		if c.n > 0 {
+			n := min(c.n, want)
+			c.n -= n
+			c.mu.Unlock()
+			return n, true
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.wake:
+		case <-stop1:
+			return 0, false
+		case <-stop2:
+			return 0, false
+		}
+	}
 }

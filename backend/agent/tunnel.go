@@ -116,8 +116,8 @@ func (s *tunnelSet) add(key tunnelKey) (*tunnelEnd, net.Conn, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	end := &tunnelEnd{set: s, key: key, sock: ours, credit: tunnelWindow,
-		wake: make(chan struct{}, 1), creditWake: make(chan struct{}, 1), done: make(chan struct{})}
+	end := &tunnelEnd{set: s, key: key, sock: ours, credit: newCredit(tunnelWindow),
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.ends[key] = end
 	return end, theirs, nil
 }
@@ -151,7 +151,7 @@ func (s *tunnelSet) handle(f frame) error {
 		if len(body) != 4 {
 			return fmt.Errorf("%w: tunnel credit of %d bytes", ErrMalformedFrame, len(body))
 		}
-		end.grant(int(binary.BigEndian.Uint32(body)))
+		end.credit.add(int(binary.BigEndian.Uint32(body)))
 	case frameTunnelEOF:
 		_ = end.push(nil) // the end of data never overflows
 	case frameTunnelReset:
@@ -236,14 +236,14 @@ type tunnelEnd struct {
 	mu     sync.Mutex
 	queue  [][]byte // received, not yet written to sock
 	queued int
-	eof    bool // the peer sends no more
-	credit int  // bytes this side may still send
-	// wake and creditWake signal the pumps (buffered, never block the read loop); done is
-	// closed by reset.
-	wake, creditWake chan struct{}
-	done             chan struct{}
-	resetOnce        sync.Once
-	pumps            sync.WaitGroup
+	eof    bool    // the peer sends no more
+	credit *credit // bytes this side may still send
+	// wake signals the inbound pump (buffered, never blocks the read loop); done is closed
+	// by reset.
+	wake      chan struct{}
+	done      chan struct{}
+	resetOnce sync.Once
+	pumps     sync.WaitGroup
 }
 
 // start runs the two pumps; the end is forgotten and its socket closed once both stop.
@@ -272,22 +272,11 @@ func (e *tunnelEnd) push(data []byte) error {
 		e.queued += len(data)
 	}
 	e.mu.Unlock()
-	notify(e.wake)
-	return nil
-}
-
-func (e *tunnelEnd) grant(n int) {
-	e.mu.Lock()
-	e.credit += n
-	e.mu.Unlock()
-	notify(e.creditWake)
-}
-
-func notify(c chan struct{}) {
 	select {
-	case c <- struct{}{}:
+	case e.wake <- struct{}{}:
 	default:
 	}
+	return nil
 }
 
 // reset ends the connection at once both ways; tell says whether the peer is told (not when
@@ -308,7 +297,7 @@ func (e *tunnelEnd) outbound() {
 	defer e.pumps.Done()
 	buf := make([]byte, tunnelChunk)
 	for {
-		n, ok := e.takeCredit(len(buf))
+		n, ok := e.credit.take(len(buf), e.done, nil)
 		if !ok {
 			return
 		}
@@ -319,7 +308,9 @@ func (e *tunnelEnd) outbound() {
 				return
 			}
 		}
-		e.refund(n - k)
+		if n > k {
+			e.credit.add(n - k) // taken, not sent
+		}
 		if err != nil {
 			select {
 			case <-e.done:
@@ -328,31 +319,6 @@ func (e *tunnelEnd) outbound() {
 			}
 			return
 		}
-	}
-}
-
-// takeCredit waits for credit and takes up to want bytes of it.
-func (e *tunnelEnd) takeCredit(want int) (int, bool) {
-	for {
-		e.mu.Lock()
-		if e.credit > 0 {
-			n := min(e.credit, want)
-			e.credit -= n
-			e.mu.Unlock()
-			return n, true
-		}
-		e.mu.Unlock()
-		select {
-		case <-e.creditWake:
-		case <-e.done:
-			return 0, false
-		}
-	}
-}
-
-func (e *tunnelEnd) refund(n int) {
-	if n > 0 {
-		e.grant(n)
 	}
 }
 

@@ -17,8 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/egress"
-	"github.com/airlock-dev/airlock/urlguard"
+	"github.com/airlock-dev/airlock/egress/egresstest"
 )
 
 // lineWriter hands the first line written to it to a channel.
@@ -37,30 +36,6 @@ func (w *lineWriter) Write(p []byte) (int, error) { // the live copy's goroutine
 		w.line = nil
 	}
 	return len(p), nil
-}
-
-// proxyFor is Airlock's egress proxy allowing the hosts of allow (name to address), its
-// refusals collected.
-func proxyFor(t *testing.T, allow map[string]string) (*egress.Proxy, func() []egress.Denial) {
-	t.Helper()
-	var names benchNames = allow
-	domains := make([]string, 0, len(allow))
-	for d := range allow {
-		domains = append(domains, d)
-	}
-	g, err := urlguard.New(urlguard.Config{Mode: urlguard.ModeAllowlist, AllowDomains: domains},
-		urlguard.WithResolver(names), urlguard.AllowLoopbackForTesting())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var denials []egress.Denial
-	p, err := egress.New(g, egress.WithOnDenied(func(d egress.Denial) { mu.Lock(); denials = append(denials, d); mu.Unlock() }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p, func() []egress.Denial { mu.Lock(); defer mu.Unlock(); return append([]egress.Denial(nil), denials...) }
 }
 
 // tunnelledCommand runs, through c, a command that prints its HTTP_PROXY and waits for its
@@ -113,7 +88,7 @@ func TestExecEgressTunnel(t *testing.T) {
 	defer up.Close()
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(up.URL, "http://"))
 	c := pair(t)
-	p, denied := proxyFor(t, map[string]string{"allowed.test": "127.0.0.1"})
+	p := egresstest.Start(t, []string{"allowed.test"}, egresstest.Names{"allowed.test": "127.0.0.1", "other.test": "127.0.0.1"})
 	proxy, end := tunnelledCommand(t, c, func(ln net.Listener) func() { return p.ServeCall(ln, "call-7") })
 	if !strings.HasPrefix(proxy, "http://127.0.0.1:") {
 		t.Fatalf("HTTP_PROXY = %q", proxy)
@@ -167,7 +142,7 @@ func TestExecEgressTunnel(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(got), "not_allowlisted") {
 		t.Fatalf("off the list: %d %q", resp.StatusCode, got)
 	}
-	if d := denied(); len(d) != 1 || d[0].CallID != "call-7" {
+	if d := p.Denials.List(); len(d) != 1 || d[0].CallID != "call-7" {
 		t.Fatalf("denials %+v, want one for call-7", d)
 	}
 
