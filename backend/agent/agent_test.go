@@ -20,7 +20,7 @@ import (
 )
 
 // pair connects a client and a server with two io.Pipes and stops both when the test ends.
-func pair(t *testing.T) *Client {
+func pair(t testing.TB) *Client {
 	t.Helper()
 	sr, cw := io.Pipe()
 	cr, sw := io.Pipe()
@@ -45,7 +45,7 @@ func pair(t *testing.T) *Client {
 	return c
 }
 
-func ctxFor(t *testing.T) context.Context {
+func ctxFor(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)

@@ -195,8 +195,11 @@ func (n benchNames) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr
 //   - proxy_tcp: straight to the proxy's TCP port — the path of earlier versions, where the
 //     container reached the proxy on its internal network's gateway;
 //   - proxy_relay: to the helper's loopback port, relayed to a unix socket the proxy serves
-//     as the call's — the path now (what the container adds, its own loopback and a bind
-//     mount, is the same kernel objects).
+//     as the call's — Docker's path (what the container adds, its own loopback and a bind
+//     mount, is the same kernel objects);
+//   - proxy_tunnel: to the loopback port of a command run through a helper (in-process, over
+//     two pipes), each connection tunnelled over the helper's stream to a listener the proxy
+//     serves as the call's — Kubernetes' path, without the API server's exec stream.
 //
 // Each request opens a new connection, as a command's curl or wget does; the difference
 // proxy_relay − proxy_tcp is what the relay adds per request. All traffic is on loopback.
@@ -233,6 +236,7 @@ func BenchmarkEgressRelay(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(r.Close)
+	tunnelProxy, _ := tunnelledCommand(b, pair(b), func(ln net.Listener) func() { return p.ServeCall(ln, "bench-call") })
 
 	client := func(proxy string) *http.Client {
 		tr := &http.Transport{DisableKeepAlives: true}
@@ -252,6 +256,7 @@ func BenchmarkEgressRelay(b *testing.B) {
 		{"direct", "", up.URL + "/"},
 		{"proxy_tcp", "http://" + tcp.Addr().String(), "http://bench.test:" + port + "/"},
 		{"proxy_relay", r.URL(), "http://bench.test:" + port + "/"},
+		{"proxy_tunnel", tunnelProxy, "http://bench.test:" + port + "/"},
 	}
 	per := make([][]float64, len(paths))
 	for range b.N {

@@ -41,7 +41,7 @@ func (w *lineWriter) Write(p []byte) (int, error) { // the live copy's goroutine
 // tunnelledCommand runs, through c, a command that prints its HTTP_PROXY and waits for its
 // stdin to close, its connections tunnelled to serve's listener. It returns the proxy URL
 // the command was given and what ends the command.
-func tunnelledCommand(t *testing.T, c *Client, serve func(net.Listener) func()) (proxy string, end func() error) {
+func tunnelledCommand(t testing.TB, c *Client, serve func(net.Listener) func()) (proxy string, end func() error) {
 	t.Helper()
 	stdin, feed := io.Pipe()
 	line := make(chan string, 1)
