@@ -116,6 +116,8 @@ const (
 	rlimitNPROC = 6 // RLIMIT_NPROC on linux
 
 	runTimeout = 2 * time.Second
+	// startPatience is how long a fork refused for want of a process slot is retried.
+	startPatience = 30 * time.Second
 	// graceAfterExit is how long background jobs may go on after the shell exits. It is
 	// generous so that a loaded machine cannot make a run lose a job's log.
 	graceAfterExit = 2 * time.Second
@@ -258,6 +260,41 @@ func drive() int {
 	return 0
 }
 
+// startShell starts sh with the command as the worker's user, its stderr going to the log
+// it returns. A fork refused with EAGAIN is tried again until startPatience has passed: the
+// container's process limit is shared by the workers, and another worker's fork bomb holds
+// it until that run's kill has reaped it — a wait, not a result of this run.
+func startShell(sh shell, cmdText []byte, res Result, uid int) (*exec.Cmd, *stderrLog, error) {
+	deadline := time.Now().Add(startPatience)
+	for {
+		stderr, diag, err := newStderr()
+		if err != nil {
+			return nil, nil, err
+		}
+		c := &exec.Cmd{
+			Path:   sh.path,
+			Args:   append(append([]string(nil), sh.argv...), string(cmdText)),
+			Dir:    res.Dir,
+			Env:    runEnv(res),
+			Stderr: stderr,
+			SysProcAttr: &syscall.SysProcAttr{
+				Setsid:     true,
+				Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}},
+			},
+		}
+		err = c.Start()
+		_ = stderr.Close()
+		if err == nil {
+			return c, diag, nil
+		}
+		_, _ = diag.wait(time.Now())
+		if !errors.Is(err, syscall.EAGAIN) || time.Now().After(deadline) {
+			return nil, nil, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func run(sh shell, r Request, dir string, uid int) Result {
 	res := Result{ID: r.ID, Shell: sh.name, Dir: dir + "/ws", Home: dir + "/home"}
 	cmdText := r.Cmd
@@ -278,26 +315,8 @@ func run(sh shell, r Request, dir string, uid int) Result {
 		}
 		defer rec.close()
 	}
-	stderr, diag, err := newStderr()
+	c, diag, err := startShell(sh, cmdText, res, uid)
 	if err != nil {
-		res.Error = err.Error()
-		return res
-	}
-	c := &exec.Cmd{
-		Path:   sh.path,
-		Args:   append(append([]string(nil), sh.argv...), string(cmdText)),
-		Dir:    res.Dir,
-		Env:    runEnv(res),
-		Stderr: stderr,
-		SysProcAttr: &syscall.SysProcAttr{
-			Setsid:     true,
-			Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}},
-		},
-	}
-	err = c.Start()
-	_ = stderr.Close()
-	if err != nil {
-		_, _ = diag.wait(time.Now())
 		res.Error = "start: " + err.Error()
 		return res
 	}
