@@ -35,3 +35,28 @@ func TestDroppedStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusDone: DropAll skips a step only when a thread's status shows it done; a
+// missing line, a capability left or no_new_privs unset is not done.
+func TestStatusDone(t *testing.T) {
+	const status = "Name:\tairlock-helper\nNoNewPrivs:\t1\nCapPrm:\t000001ffffffffff\nCapBnd:\t0000000000000000\n"
+	tests := []struct {
+		name, status, key string
+		want              bool
+	}{
+		{"bounding set empty", status, "CapBnd:", true},
+		{"bounding set left", strings.Replace(status, "CapBnd:\t0000000000000000", "CapBnd:\t0000000000000001", 1), "CapBnd:", false},
+		{"no_new_privs set", status, "NoNewPrivs:", true},
+		{"no_new_privs unset", strings.Replace(status, "NoNewPrivs:\t1", "NoNewPrivs:\t0", 1), "NoNewPrivs:", false},
+		{"permitted held", status, "CapPrm:", false},
+		{"line missing", status, "CapAmb:", false},
+		{"value empty", "CapBnd:\t\n", "CapBnd:", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := statusDone(tc.status, tc.key); got != tc.want {
+				t.Fatalf("statusDone(%s) = %v, want %v", tc.key, got, tc.want)
+			}
+		})
+	}
+}

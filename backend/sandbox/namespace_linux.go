@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -249,23 +248,41 @@ func makeDev(dev string) error {
 // the process if any thread's result differs from the others'. A thread made afterwards
 // copies the credentials of the thread that makes it. [VerifyDropped] checks the outcome on
 // every thread.
+//
+// A step that every thread already shows done (/proc) is not broadcast: each psx call
+// stops every thread and waits for each in turn, and emptying the bounding set takes one
+// call per capability — some 40, most of a helper's drop under load. The resident helper
+// empties its bounding set and sets no_new_privs before the runtime starts a second thread
+// (backend/agent), so only the capset is broadcast there. Neither can be undone, and a new
+// thread copies them from the thread that makes it, so what every thread shows now holds
+// for every later thread too.
 func DropAll() error {
-	if _, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); e != 0 {
-		return fmt.Errorf("no_new_privs: %w", e)
+	done, err := threadsDone()
+	if err != nil {
+		return err
 	}
-	// Capabilities are numbered without gaps: the first the kernel does not know ends the
-	// loop (EINVAL).
-	for c := 0; c <= 63; c++ {
-		_, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0, 0)
-		if e == unix.EINVAL && c > 0 {
-			break
-		}
-		if e != 0 {
-			return fmt.Errorf("drop capability %d from the bounding set: %w", c, e)
+	if !done["NoNewPrivs:"] {
+		if _, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); e != 0 {
+			return fmt.Errorf("no_new_privs: %w", e)
 		}
 	}
-	if _, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); e != 0 && e != unix.EINVAL {
-		return fmt.Errorf("clear ambient capabilities: %w", e)
+	if !done["CapBnd:"] {
+		// Capabilities are numbered without gaps: the first the kernel does not know ends
+		// the loop (EINVAL).
+		for c := 0; c <= 63; c++ {
+			_, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0, 0)
+			if e == unix.EINVAL && c > 0 {
+				break
+			}
+			if e != 0 {
+				return fmt.Errorf("drop capability %d from the bounding set: %w", c, e)
+			}
+		}
+	}
+	if !done["CapAmb:"] {
+		if _, _, e := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); e != 0 && e != unix.EINVAL {
+			return fmt.Errorf("clear ambient capabilities: %w", e)
+		}
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
@@ -283,6 +300,17 @@ var capLines = []string{"CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"}
 // any set (bounding and ambient included) and has no_new_privs set, as the kernel reports
 // them in /proc.
 func VerifyDropped() error {
+	return eachThread(func(tid, status string) error {
+		if err := droppedStatus(status); err != nil {
+			return fmt.Errorf("thread %s: %w", tid, err)
+		}
+		return nil
+	})
+}
+
+// eachThread calls f with each thread's status file; a thread that ended meanwhile is
+// skipped.
+func eachThread(f func(tid, status string) error) error {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return fmt.Errorf("list threads: %w", err)
@@ -295,38 +323,62 @@ func VerifyDropped() error {
 			}
 			return fmt.Errorf("thread %s: %w", t.Name(), err)
 		}
-		if err := droppedStatus(string(status)); err != nil {
-			return fmt.Errorf("thread %s: %w", t.Name(), err)
+		if err := f(t.Name(), string(status)); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// threadsDone reports, for NoNewPrivs:, CapBnd: and CapAmb:, whether every thread's
+// status already shows that step of [DropAll] done.
+func threadsDone() (map[string]bool, error) {
+	done := map[string]bool{"NoNewPrivs:": true, "CapBnd:": true, "CapAmb:": true}
+	err := eachThread(func(_, status string) error {
+		for key := range done {
+			done[key] = done[key] && statusDone(status, key)
+		}
+		return nil
+	})
+	return done, err
+}
+
+// statusDone reports whether one thread's status shows key done: no_new_privs set, or
+// the capability set empty. A missing line is not done.
+func statusDone(status, key string) bool {
+	val, ok := statusValue(status, key)
+	if key == "NoNewPrivs:" {
+		return ok && val == "1"
+	}
+	return ok && val != "" && strings.Trim(val, "0") == ""
+}
+
 // droppedStatus checks one thread's status file.
 func droppedStatus(status string) error {
-	seen := map[string]bool{}
-	for _, line := range strings.Split(status, "\n") {
-		key, val, _ := strings.Cut(line, "\t")
-		val = strings.TrimSpace(val)
+	for _, key := range append([]string{"NoNewPrivs:"}, capLines...) {
+		val, ok := statusValue(status, key)
 		switch {
+		case !ok:
+			return fmt.Errorf("status has no %s line", strings.TrimSuffix(key, ":"))
+		case statusDone(status, key):
 		case key == "NoNewPrivs:":
-			if val != "1" {
-				return errors.New("no_new_privs is not set")
-			}
-			seen[key] = true
-		case slices.Contains(capLines, key):
-			if strings.Trim(val, "0") != "" {
-				return fmt.Errorf("%s %s: capabilities held", strings.TrimSuffix(key, ":"), val)
-			}
-			seen[key] = true
-		}
-	}
-	for _, k := range append([]string{"NoNewPrivs:"}, capLines...) {
-		if !seen[k] {
-			return fmt.Errorf("status has no %s line", strings.TrimSuffix(k, ":"))
+			return errors.New("no_new_privs is not set")
+		default:
+			return fmt.Errorf("%s %s: capabilities held", strings.TrimSuffix(key, ":"), val)
 		}
 	}
 	return nil
+}
+
+// statusValue is the value of a status file's line for key ("CapBnd:"), and whether the
+// file has that line.
+func statusValue(status, key string) (string, bool) {
+	for line := range strings.SplitSeq(status, "\n") {
+		if k, val, _ := strings.Cut(line, "\t"); k == key {
+			return strings.TrimSpace(val), true
+		}
+	}
+	return "", false
 }
 
 // loopbackUp brings up the network namespace's loopback interface.
