@@ -11,11 +11,11 @@
 // deletion. What it cannot know (a command name built from a variable, a script piped into
 // a shell) it judges by what it could be.
 //
-// The knowledge of programs lives in data, not in Go: rules.toml, embedded in the binary,
-// says which programs are read-only, which flags raise risk, which subcommands are safe,
-// which flags carry code, which paths are sensitive and which reasons are catastrophic
-// enough to be refused in every mode (the hard-deny list). Users extend it from
-// configuration through [RulesConfig].
+// The knowledge of programs lives in data, not in Go: rules.toml (carried in the binary
+// decoded, as rules_data.go, which a test keeps equal to it) says which programs are
+// read-only, which flags raise risk, which subcommands are safe, which flags carry code,
+// which paths are sensitive and which reasons are catastrophic enough to be refused in every
+// mode (the hard-deny list). Users extend it from configuration through [RulesConfig].
 //
 // The package is pure: it logs nothing, loads no configuration and touches no file. It
 // returns a [Verdict]; package approval turns that into a decision.

@@ -15,7 +15,7 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite testdata/verdicts.golden from the classifier of the day")
+var updateGolden = flag.Bool("update", false, "rewrite the generated files: testdata/verdicts.golden from the classifier of the day (TestVerdictsGolden), rules_data.go from rules.toml (TestRulesData)")
 
 // goldenContexts are the contexts every command of the golden is judged in: the zero
 // context, an unconfined session with the policy's paths, and a confined one whose sandbox

@@ -2,7 +2,6 @@ package shellrisk
 
 import (
 	"bytes"
-	_ "embed"
 	"fmt"
 	"path"
 	"slices"
@@ -10,12 +9,6 @@ import (
 
 	"github.com/BurntSushi/toml"
 )
-
-// embeddedRules is the rule set every classifier starts from. See the comments in the file
-// for what each section means.
-//
-//go:embed rules.toml
-var embeddedRules []byte
 
 // RulesConfig is the shape of a rules file: the embedded rules.toml and a user's
 // `[approvals.rules]` table both decode into it. Entries in a user's rules are applied after
@@ -229,28 +222,29 @@ const (
 )
 
 // DefaultRules returns the embedded rules, decoded. The result is a fresh copy.
+//
+// The rules are rules.toml; rules_data.go is that file decoded once and written out as Go
+// (TestRulesData checks that it is), so that a process does not parse 120 KB of TOML by
+// reflection on every start — that was a sixth of a cold `airlock exec`'s CPU.
 func DefaultRules() (RulesConfig, error) {
-	var rc RulesConfig
-	md, err := toml.NewDecoder(bytes.NewReader(embeddedRules)).Decode(&rc)
-	if err != nil {
-		return RulesConfig{}, fmt.Errorf("decode embedded rules: %w", err)
-	}
-	if und := md.Undecoded(); len(und) > 0 {
-		return RulesConfig{}, fmt.Errorf("decode embedded rules: unknown keys %v", und)
-	}
-	return rc, nil
+	return embeddedRulesData(), nil
 }
 
 // ParseRules decodes a rules file in the format of rules.toml, rejecting unknown keys so that
 // a misspelt rule is an error rather than a silent no-op.
 func ParseRules(data []byte) (RulesConfig, error) {
+	return decodeRules(data, "decode rules")
+}
+
+// decodeRules decodes data in the format of rules.toml; what prefixes its errors.
+func decodeRules(data []byte, what string) (RulesConfig, error) {
 	var rc RulesConfig
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&rc)
 	if err != nil {
-		return RulesConfig{}, fmt.Errorf("decode rules: %w", err)
+		return RulesConfig{}, fmt.Errorf("%s: %w", what, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return RulesConfig{}, fmt.Errorf("decode rules: unknown keys %v", und)
+		return RulesConfig{}, fmt.Errorf("%s: unknown keys %v", what, und)
 	}
 	return rc, nil
 }
