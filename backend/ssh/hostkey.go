@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	gossh "golang.org/x/crypto/ssh"
@@ -126,7 +127,7 @@ func (h hostKeyChecker) algorithms(hostport string) []string {
 		return nil
 	}
 	var ke *knownhosts.KeyError
-	if !errors.As(cb(hostport, probeAddr, probeKey), &ke) {
+	if !errors.As(cb(hostport, probeAddr, probeKey()), &ke) {
 		return nil
 	}
 	var algs []string
@@ -145,8 +146,13 @@ func (h hostKeyChecker) algorithms(hostport string) []string {
 	return algs
 }
 
+// probeAddr is the remote address given to a known_hosts callback, which only records it.
+var probeAddr net.Addr = &net.TCPAddr{IP: net.IPv4zero}
+
 // probeKey is a key no host has, used to ask known_hosts which keys it holds for a host.
-var probeKey, probeAddr = func() (gossh.PublicKey, net.Addr) {
+// It is made on first use, not at start: generating it was the dearest package
+// initialisation of every airlock process (~1 ms), SSH or not.
+var probeKey = sync.OnceValue(func() gossh.PublicKey {
 	pub, _, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		panic("ssh: generate probe key: " + err.Error())
@@ -155,8 +161,8 @@ var probeKey, probeAddr = func() (gossh.PublicKey, net.Addr) {
 	if err != nil {
 		panic("ssh: probe key: " + err.Error())
 	}
-	return k, &net.TCPAddr{IP: net.IPv4zero}
-}()
+	return k
+})
 
 // errKeyCaptured stops a handshake once the host key is known.
 var errKeyCaptured = errors.New("host key captured")
