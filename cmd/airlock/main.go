@@ -11,8 +11,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"syscall"
+	"time"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand's name and returns
@@ -43,7 +45,30 @@ func main() {
 	// command would outlive its timeout and its receipt would never be written. Writes to a
 	// closed pipe fail instead, and are ignored where output is only a copy.
 	signal.Ignore(syscall.SIGPIPE)
+	relaxStartGC()
 	os.Exit(run(os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}))
+}
+
+// Start-up allocates a few megabytes that stay live (the classifier's rules, the tools'
+// schemas, the configuration) and the collector, at its default target, would run several
+// times over them before the first call: some 8 % of a cold `airlock exec`'s CPU. For its
+// first startGCWindow a process collects only when its heap nears startHeapLimit, then the
+// collector returns to its settings; a GOGC or GOMEMLIMIT in the environment is left alone.
+const (
+	startGCWindow  = time.Second
+	startHeapLimit = 256 << 20
+)
+
+func relaxStartGC() {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	percent := debug.SetGCPercent(-1)
+	limit := debug.SetMemoryLimit(startHeapLimit)
+	time.AfterFunc(startGCWindow, func() {
+		debug.SetMemoryLimit(limit)
+		debug.SetGCPercent(percent)
+	})
 }
 
 func run(args []string, s stdio) int {
