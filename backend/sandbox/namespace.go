@@ -197,12 +197,12 @@ func (n *Namespace) maskDenyNames(fs fsView, p Policy, roots []string, mask func
 // scanRoot walks dir for deny_names matches (found) and repositories' .git entries (git),
 // never into a .git; it returns false when the limit cut it short.
 func scanRoot(fs fsView, dir, rel string, hidden func(string) bool, seen *int, limit int, found, git func(string)) bool {
-	names, err := fs.list(dir)
+	ents, err := fs.list(dir)
 	if err != nil {
 		return true
 	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, ent := range ents {
+		name := ent.name
 		*seen++
 		if *seen > limit {
 			return false
@@ -220,8 +220,7 @@ func scanRoot(fs fsView, dir, rel string, hidden func(string) bool, seen *int, l
 			found(e)
 			continue
 		}
-		isDir, link, err := fs.lstat(e)
-		if err != nil || link || !isDir {
+		if ent.link || !ent.dir {
 			continue
 		}
 		if !scanRoot(fs, e, r, hidden, seen, limit, found, git) {

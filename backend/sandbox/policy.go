@@ -134,8 +134,16 @@ type fsView interface {
 	resolve(p string) (string, error)
 	// lstat reports whether p is a directory and whether it is a symlink.
 	lstat(p string) (dir, link bool, err error)
-	// list returns the names in directory p.
-	list(p string) ([]string, error)
+	// list returns the entries of directory p, each with its kind as the directory read
+	// gives it: a walk needs no lstat per entry (a thousand of them for /usr/bin).
+	list(p string) ([]dirEntry, error)
+}
+
+// dirEntry is one entry of a directory: its name, and whether it is a directory or a symlink
+// (not followed).
+type dirEntry struct {
+	name      string
+	dir, link bool
 }
 
 type osView struct{}
@@ -148,13 +156,15 @@ func (osView) lstat(p string) (bool, bool, error) {
 	}
 	return fi.IsDir(), fi.Mode()&os.ModeSymlink != 0, nil
 }
-func (osView) list(p string) ([]string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
+func (osView) list(p string) ([]dirEntry, error) {
+	// os.ReadDir takes each kind from the directory read (d_type), and lstats an entry only
+	// where the filesystem does not say; the entries come sorted by name.
+	ents, err := os.ReadDir(p)
+	out := make([]dirEntry, 0, len(ents))
+	for _, e := range ents {
+		out = append(out, dirEntry{name: e.Name(), dir: e.IsDir(), link: e.Type()&os.ModeSymlink != 0})
 	}
-	defer f.Close()
-	return f.Readdirnames(-1)
+	return out, err
 }
 
 // layout is a computed set of rules and what was left out and why.
@@ -357,18 +367,17 @@ func watchFor(fs fsView, missing []string, grants []grant) []string {
 func split(fs fsView, dir string, write bool, protected []string, add func(grant), splits *[]string) {
 	add(grant{Path: dir, Dir: true, ListOnly: true})
 	*splits = append(*splits, dir)
-	names, err := fs.list(dir)
+	ents, err := fs.list(dir)
 	if err != nil {
 		return
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		e := filepath.Join(dir, n)
+	for _, ent := range ents {
+		e := filepath.Join(dir, ent.name)
 		if containedIn(protected, e) != "" {
 			continue
 		}
-		isDir, link, err := fs.lstat(e)
-		if err != nil || link {
+		isDir := ent.dir
+		if ent.link {
 			// A symlink is governed by the rules of what it points to; granting it here
 			// would grant its target.
 			continue
@@ -384,11 +393,12 @@ func split(fs fsView, dir string, write bool, protected []string, add func(grant
 // scanHidden walks dir looking for deny_names matches; it returns false when the limit cut
 // it short.
 func scanHidden(fs fsView, dir, rel string, hidden func(string) bool, seen *int, limit int, found func(string)) bool {
-	names, err := fs.list(dir)
+	ents, err := fs.list(dir)
 	if err != nil {
 		return true
 	}
-	for _, n := range names {
+	for _, ent := range ents {
+		n := ent.name
 		*seen++
 		if *seen > limit {
 			return false
@@ -402,8 +412,7 @@ func scanHidden(fs fsView, dir, rel string, hidden func(string) bool, seen *int,
 			found(e)
 			continue
 		}
-		isDir, link, err := fs.lstat(e)
-		if err != nil || link || !isDir || n == ".git" {
+		if ent.link || !ent.dir || n == ".git" {
 			continue
 		}
 		if !scanHidden(fs, e, r, hidden, seen, limit, found) {

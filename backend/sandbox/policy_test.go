@@ -64,21 +64,26 @@ func (f *fakeFS) lstat(p string) (bool, bool, error) {
 	return false, false, errors.New("no such file")
 }
 
-func (f *fakeFS) list(p string) ([]string, error) {
-	var out []string
+func (f *fakeFS) list(p string) ([]dirEntry, error) {
+	var names []string
 	for _, m := range []map[string]bool{f.dirs, f.files} {
 		for e := range m {
 			if e != "/" && path.Dir(e) == p {
-				out = append(out, path.Base(e))
+				names = append(names, path.Base(e))
 			}
 		}
 	}
 	for e := range f.links {
 		if path.Dir(e) == p {
-			out = append(out, path.Base(e))
+			names = append(names, path.Base(e))
 		}
 	}
-	sort.Strings(out)
+	sort.Strings(names)
+	out := make([]dirEntry, 0, len(names))
+	for _, n := range names {
+		dir, link, _ := f.lstat(path.Join(p, n))
+		out = append(out, dirEntry{name: n, dir: dir, link: link})
+	}
 	return out, nil
 }
 
