@@ -112,3 +112,27 @@ func TestStaleCheckTakesTheReadsOwnDigest(t *testing.T) {
 		t.Fatalf("recorded %q %v, want %q", h, ok, sum)
 	}
 }
+
+// TestCheckID: 1-128 letters, digits, '.', '_' or '-', and not "." or "..".
+func TestCheckID(t *testing.T) {
+	tests := []struct {
+		id string
+		ok bool
+	}{
+		{"a", true},
+		{"build-1.2_x", true},
+		{strings.Repeat("a", 128), true},
+		{strings.Repeat("a", 129), false},
+		{"", false},
+		{".", false},
+		{"..", false},
+		{"a/b", false},
+		{"a b", false},
+		{"é", false},
+	}
+	for _, tc := range tests {
+		if err := CheckID(tc.id); (err == nil) != tc.ok {
+			t.Errorf("CheckID(%q) = %v, want ok %v", tc.id, err, tc.ok)
+		}
+	}
+}

@@ -14,7 +14,12 @@ import (
 // ErrDuplicate is returned when a name is registered twice.
 var ErrDuplicate = errors.New("tool already registered")
 
-var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// nameChars is what a tool's name is made of; its length is checked apart (maxNameLen): a
+// bounded repetition in the pattern ({1,64}) compiles to 64 copies of the class, which every
+// airlock process paid for at start.
+var nameChars = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
+const maxNameLen = 64
 
 // Tool is a registered definition with its schemas compiled.
 type Tool struct {
@@ -55,8 +60,8 @@ func NewRegistry() *Registry { return &Registry{tools: map[string]*Tool{}} }
 
 // Register checks a definition, compiles its schemas and adds it.
 func (r *Registry) Register(d Definition) error {
-	if !validName.MatchString(d.Name) {
-		return fmt.Errorf("tool %q: name must match %s", d.Name, validName)
+	if len(d.Name) > maxNameLen || !nameChars.MatchString(d.Name) {
+		return fmt.Errorf("tool %q: name must match %s, at most %d bytes", d.Name, nameChars, maxNameLen)
 	}
 	if d.Handler == nil {
 		return fmt.Errorf("tool %q: handler is required", d.Name)

@@ -24,6 +24,9 @@ func TestRegister(t *testing.T) {
 	if err := r.Register(def("one")); err != nil {
 		t.Fatal(err)
 	}
+	if err := r.Register(def(strings.Repeat("n", 64))); err != nil {
+		t.Errorf("a name of 64 bytes: %v", err)
+	}
 	if err := r.Register(def("one")); !errors.Is(err, ErrDuplicate) {
 		t.Errorf("duplicate: err = %v, want ErrDuplicate", err)
 	}
@@ -33,6 +36,8 @@ func TestRegister(t *testing.T) {
 		want string
 	}{
 		{"bad name", func(d *Definition) { d.Name = "has space" }, "name must match"},
+		{"empty name", func(d *Definition) { d.Name = "" }, "name must match"},
+		{"name too long", func(d *Definition) { d.Name = strings.Repeat("n", 65) }, "at most 64 bytes"},
 		{"no handler", func(d *Definition) { d.Handler = nil }, "handler is required"},
 		{"bad risk", func(d *Definition) { d.Risk = "scary" }, "risk"},
 		{"bad mode", func(d *Definition) { d.Output.Mode = "tail" }, "output mode"},
