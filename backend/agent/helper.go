@@ -33,7 +33,9 @@ import (
 //
 // Dropping on all threads at once (sandbox.DropAll) rather than executing a second stage
 // saves a whole start of this large binary per session, the larger part of a session's
-// start (docs/benchmarks.md).
+// start (docs/benchmarks.md). The steps that need no capability the set-up still uses (the
+// bounding and ambient sets, no_new_privs) are made before the runtime's second thread
+// exists (early_cgo.go), so DropAll broadcasts only the capset.
 
 // HelperSpec is what a helper started by [StartHelper] is to be.
 type HelperSpec struct {
