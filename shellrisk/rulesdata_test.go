@@ -2,6 +2,7 @@ package shellrisk
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"go/format"
 	"os"
@@ -75,6 +76,10 @@ func renderRulesData(rc RulesConfig) ([]byte, error) {
 // type (not inside a slice or map literal, where Go infers it). Nil maps and slices are
 // left out of their struct, so that the literal decodes back to the same value.
 func goLiteral(b *bytes.Buffer, v reflect.Value, typed bool) error {
+	typ := ""
+	if typed {
+		typ = typeName(v.Type())
+	}
 	switch v.Kind() {
 	case reflect.String:
 		b.WriteString(strconv.Quote(v.String()))
@@ -86,51 +91,59 @@ func goLiteral(b *bytes.Buffer, v reflect.Value, typed bool) error {
 		b.WriteString("&")
 		return goLiteral(b, v.Elem(), true)
 	case reflect.Struct:
-		if typed {
-			b.WriteString(v.Type().Name())
-		}
-		b.WriteString("{")
+		var items []item
 		for i := range v.NumField() {
-			if v.Field(i).IsZero() {
-				continue
+			if !v.Field(i).IsZero() {
+				items = append(items, item{v.Type().Field(i).Name + ": ", v.Field(i), true})
 			}
-			b.WriteString("\n" + v.Type().Field(i).Name + ": ")
-			if err := goLiteral(b, v.Field(i), true); err != nil {
-				return err
-			}
-			b.WriteString(",")
 		}
-		b.WriteString("\n}")
+		return composite(b, typ, items, true)
 	case reflect.Slice:
-		if typed {
-			b.WriteString(typeName(v.Type()))
+		items := make([]item, v.Len())
+		for i := range items {
+			items[i] = item{"", v.Index(i), false}
 		}
-		b.WriteString("{")
-		for i := range v.Len() {
-			if err := goLiteral(b, v.Index(i), false); err != nil {
-				return err
-			}
-			b.WriteString(", ")
-		}
-		b.WriteString("}")
+		return composite(b, typ, items, false)
 	case reflect.Map:
-		if typed {
-			b.WriteString(typeName(v.Type()))
-		}
-		b.WriteString("{")
 		keys := v.MapKeys()
-		slices.SortFunc(keys, func(x, y reflect.Value) int { return cmpString(x.String(), y.String()) })
-		for _, k := range keys {
-			b.WriteString("\n" + strconv.Quote(k.String()) + ": ")
-			if err := goLiteral(b, v.MapIndex(k), false); err != nil {
-				return err
-			}
-			b.WriteString(",")
+		slices.SortFunc(keys, func(x, y reflect.Value) int { return cmp.Compare(x.String(), y.String()) })
+		items := make([]item, len(keys))
+		for i, k := range keys {
+			items[i] = item{strconv.Quote(k.String()) + ": ", v.MapIndex(k), false}
 		}
-		b.WriteString("\n}")
+		return composite(b, typ, items, true)
 	default:
 		return fmt.Errorf("rules data: no Go literal for %s", v.Type())
 	}
+	return nil
+}
+
+// item is one element of a composite literal: what comes before its value (a field's name
+// or a key), the value, and whether the value's literal needs its type.
+type item struct {
+	prefix string
+	v      reflect.Value
+	typed  bool
+}
+
+// composite writes a composite literal of typ (empty: inferred) holding items, one a line
+// or all on one; go/format tidies the separators.
+func composite(b *bytes.Buffer, typ string, items []item, lines bool) error {
+	b.WriteString(typ + "{")
+	for _, it := range items {
+		if lines {
+			b.WriteString("\n")
+		}
+		b.WriteString(it.prefix)
+		if err := goLiteral(b, it.v, it.typed); err != nil {
+			return err
+		}
+		b.WriteString(", ")
+	}
+	if lines {
+		b.WriteString("\n")
+	}
+	b.WriteString("}")
 	return nil
 }
 
@@ -145,37 +158,5 @@ func typeName(t reflect.Type) string {
 		return "*" + typeName(t.Elem())
 	default:
 		return t.Name()
-	}
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// BenchmarkDefaultRules is what a process pays for the embedded rules; BenchmarkDecodeRulesTOML
-// what decoding rules.toml would cost instead.
-func BenchmarkDefaultRules(b *testing.B) {
-	for b.Loop() {
-		if _, err := DefaultRules(); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkDecodeRulesTOML(b *testing.B) {
-	src, err := os.ReadFile("rules.toml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		if _, err := decodeRules(src, "decode rules.toml"); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
