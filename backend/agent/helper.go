@@ -173,7 +173,10 @@ func helperServe(spec HelperSpec) int {
 
 // helperSandbox builds the Landlock + seccomp wall. In namespace mode the mounts keep the
 // protected paths out, so Landlock grants the whole tree for reading and the write roots
-// for writing, unsplit; as a plain child it carries the whole policy, as the only wall.
+// for writing without splitting them around the protected paths — but still around the
+// system secrets and credential stores the sandbox always adds (sandbox.SystemSecrets,
+// sandbox.CredentialDirs), which the mounts also hide: a second wall, kept on purpose at
+// the cost of some 200 rules. As a plain child it carries the whole policy, as the only wall.
 func helperSandbox(spec HelperSpec) (*sandbox.Sandbox, error) {
 	p := sandbox.Policy{ReadRoots: spec.ReadRoots, WriteRoots: spec.WriteRoots, TempDir: spec.TempDir,
 		Protected: spec.Protected, Network: spec.Network}
