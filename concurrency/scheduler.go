@@ -147,6 +147,12 @@ func (s *Scheduler) Run(ctx context.Context, tasks []Task) []Timing {
 			ready = ready[1:]
 			started[i] = true
 			running++
+			if len(tasks) == 1 {
+				// A batch of one runs on the caller's goroutine: Run waits for it either way,
+				// and a new goroutine would grow its stack afresh for every call.
+				work(ctx, i, tasks[i].Run, &timings[i], began, done)
+				continue
+			}
 			go work(ctx, i, tasks[i].Run, &timings[i], began, done)
 		}
 		if running == 0 {
@@ -244,7 +250,7 @@ func cleaned(sc Scope) Scope {
 	return sc
 }
 
-// work runs one task on its own goroutine and reports to done, even if the task panics.
+// work runs one task and reports to done, even if the task panics.
 func work(ctx context.Context, i int, run func(context.Context), t *Timing, began time.Time, done chan<- finished) {
 	defer func() {
 		t.End = time.Now()
