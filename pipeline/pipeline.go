@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -663,7 +664,7 @@ func (p *Pipeline) complete(f *flight) {
 	if len(p.opts.PostHooks) == 0 {
 		return
 	}
-	snapshot, err := json.Marshal(f.result)
+	data, err := json.Marshal(f.result.Data)
 	if err != nil {
 		p.log.Error("post-hooks skipped: result not encodable", "call_id", f.call.ID, "error", err)
 		return
@@ -675,11 +676,27 @@ func (p *Pipeline) complete(f *flight) {
 					p.log.Error("post-hook panicked", "hook", h.Name(), "call_id", f.call.ID, "panic", fmt.Sprint(r))
 				}
 			}()
-			var cp Result
-			_ = json.Unmarshal(snapshot, &cp)
-			h.After(context.Background(), f.req, cp)
+			h.After(context.Background(), f.req, f.result.clone(data))
 		}()
 	}
+}
+
+// clone returns a deep copy of r for a post-hook, with data, the JSON of r.Data, decoded
+// afresh as its Data: the hook sees the result as a client decoding it would (an object
+// as a map), and nothing it holds is shared with r.
+func (r *Result) clone(data []byte) Result {
+	c := *r
+	c.Data = nil
+	_ = json.Unmarshal(data, &c.Data)
+	if e := r.Metadata.ExitCode; e != nil {
+		c.Metadata.ExitCode = new(*e)
+	}
+	if q := r.Metadata.QueuedMS; q != nil {
+		c.Metadata.QueuedMS = new(*q)
+	}
+	c.Metadata.Notes = slices.Clone(r.Metadata.Notes)
+	c.Receipt = r.Receipt.Clone()
+	return c
 }
 
 // settle waits until the call's completed line is durable, and says in the result's notes

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/airlock-dev/airlock/receipt/receipttest"
 )
 
 func writeLedger(t *testing.T, n int) string {
@@ -151,5 +153,15 @@ func TestCanonicalHash(t *testing.T) {
 	}
 	if a == HashArguments(json.RawMessage(`{"a":[1,2.50],"b":2}`)) {
 		t.Error("different arguments hash the same")
+	}
+}
+
+// TestReceiptClone shows that a clone shares nothing with its receipt, with every field of
+// a receipt set: a field added to Receipt that Clone does not copy deeply fails here.
+func TestReceiptClone(t *testing.T) {
+	r := receipttest.Filled[Receipt](t)
+	receipttest.NoSharing(t, &r, r.Clone())
+	if (*Receipt)(nil).Clone() != nil {
+		t.Error("the clone of nil is not nil")
 	}
 }

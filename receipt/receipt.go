@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -107,4 +108,31 @@ func Canonical(args json.RawMessage) []byte {
 		return args
 	}
 	return out
+}
+
+// Clone returns a deep copy of r: nothing the copy holds is shared with r, so whoever gets
+// it (a post-hook) cannot change r through it.
+func (r *Receipt) Clone() *Receipt {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Arguments = bytes.Clone(r.Arguments)
+	c.Paths = slices.Clone(r.Paths)
+	c.Client = clonePtr(r.Client)
+	c.ExitCode = clonePtr(r.ExitCode)
+	c.DecidedAt = clonePtr(r.DecidedAt)
+	c.StartedAt = clonePtr(r.StartedAt)
+	c.FinishedAt = clonePtr(r.FinishedAt)
+	c.Network = clonePtr(r.Network)
+	return &c
+}
+
+// clonePtr returns a pointer to a copy of *p, or nil; T holds no reference of its own.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
