@@ -8,10 +8,12 @@ import (
 
 // Group commit. Every call waits for its dispatched line to be durable, and an fsync costs
 // far more than encoding a line, so when many sessions append at once the ledger would spend
-// its time in one fsync after another. Instead, appends that arrive while another is being
-// written wait together; the next writer takes all of them, encodes them in order, chained,
-// and commits them with one write and one fsync. Each caller returns only once its own line
-// is durable, and with the error its line met when it is not:
+// its time in one fsync after another. Instead, appends queue, and one committer at a time
+// (the append that found none running, then a goroutine while lines keep coming) takes
+// everything queued, encodes it in order, chained, and commits it with one write and one
+// fsync; the appends that arrive meanwhile form the next group, which it takes as soon as
+// that fsync returns. Each caller returns only once its own line is durable, and with the
+// error its line met when it is not:
 //
 //   - the file lock, the tail reload and a continued file (continue.go) are done once for the
 //     group, and an error there is every waiting caller's error;
@@ -27,9 +29,11 @@ import (
 
 // pendingLine is one caller's line waiting for a group commit.
 type pendingLine struct {
-	ln   Line
-	err  error
-	done bool // set under Ledger.mu once err is final
+	ln  Line
+	err error // final once done is closed
+	// done is closed once the group that holds the line was committed (or failed); every
+	// line queued for the same group shares it.
+	done chan struct{}
 }
 
 // WithoutGroupCommit makes every Append take the ledger's lock, write and fsync its own line
@@ -41,83 +45,86 @@ func WithoutGroupCommit() Option {
 	}
 }
 
-// appendGrouped queues ln and either finds it committed by another caller's group or
-// commits the queue itself.
+// appendGrouped queues ln and waits until it is durable. An append that finds no committer
+// running becomes it: it commits the queue itself, with no goroutine to wake (a lone caller
+// pays one write and one fsync, as without group commit), and hands on to a committer
+// goroutine when more lines were queued meanwhile.
 func (l *Ledger) appendGrouped(ln Line) error {
-	return l.await(l.enqueue(ln))
-}
-
-// enqueue puts ln at the end of the queue for the next group commit.
-func (l *Ledger) enqueue(ln Line) *pendingLine {
-	p := &pendingLine{ln: ln}
-	l.qmu.Lock()
-	l.queue = append(l.queue, p)
-	l.qmu.Unlock()
-	return p
-}
-
-// await returns once p was committed, by another caller's group or by committing the queue
-// itself, with the error p's line met.
-func (l *Ledger) await(p *pendingLine) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if p.done {
-		return p.err
+	p, lead := l.enqueue(ln)
+	if lead && l.commitQueued() {
+		go l.flush()
 	}
-	// p is still queued: whoever took the queue before finished its whole group under l.mu.
-	l.qmu.Lock()
-	group := l.queue
-	l.queue = nil
-	l.qmu.Unlock()
-	l.commitGroup(group)
+	<-p.done
 	return p.err
 }
 
+// enqueue puts ln at the end of the queue for the next group commit; lead says no committer
+// runs and the caller must start one. The committer takes everything queued at once and
+// commits it with one write and one fsync; the appends that arrive meanwhile form the next
+// group, which it takes as soon as that fsync returns.
+func (l *Ledger) enqueue(ln Line) (p *pendingLine, lead bool) {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	if l.queueDone == nil {
+		l.queueDone = make(chan struct{})
+	}
+	p = &pendingLine{ln: ln, done: l.queueDone}
+	l.queue = append(l.queue, p)
+	lead = !l.flushing
+	l.flushing = true
+	return p, lead
+}
+
 // AppendAsync queues one event for r and returns at once, with a function that waits until
-// that line is durable and returns the error it met. The line is committed at once in the
-// background, or sooner with the group of another append; lines become durable in the order
-// they were queued, so a later Append's line is never durable before this one. A caller
-// that runs on without waiting (a completed line, while the next call of its batch is
-// dispatched) must wait before it lets anyone see what the line records.
+// that line is durable and returns the error it met. The line is committed with the next
+// group; lines become durable in the order they were queued, so a later Append's line is
+// never durable before this one. A caller that runs on without waiting (a completed line,
+// while the next call of its batch is dispatched) must wait before it lets anyone see what
+// the line records.
 func (l *Ledger) AppendAsync(event string, r *Receipt) (wait func() error) {
 	if l.oneAtATime {
 		err := l.Append(event, r)
 		return func() error { return err }
 	}
-	p := &pendingLine{ln: Line{Event: event, Receipt: r}}
-	l.qmu.Lock()
-	l.queue = append(l.queue, p)
-	start := !l.flushing
-	l.flushing = true
-	l.qmu.Unlock()
-	if start {
+	p, lead := l.enqueue(Line{Event: event, Receipt: r})
+	if lead {
 		go l.flush()
 	}
-	return func() error { return l.await(p) }
+	return func() error {
+		<-p.done
+		return p.err
+	}
 }
 
-// flush commits what is queued, for the lines queued by AppendAsync. One flush at a time is
-// started: a line queued while one waits for the ledger's mutex goes in its group.
+// flush is the committer goroutine: it commits group after group until it finds the queue
+// empty.
 func (l *Ledger) flush() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.qmu.Lock()
-	group := l.queue
-	l.queue = nil
-	l.flushing = false
-	l.qmu.Unlock()
-	if len(group) > 0 {
-		l.commitGroup(group)
+	for l.commitQueued() {
 	}
+}
+
+// commitQueued commits what is queued as one group, and reports whether more was queued
+// meanwhile; when not, the committer's turn is over (flushing is cleared).
+func (l *Ledger) commitQueued() (more bool) {
+	l.qmu.Lock()
+	group, done := l.queue, l.queueDone
+	l.queue, l.queueDone = nil, nil
+	l.qmu.Unlock()
+	l.mu.Lock()
+	l.commitGroup(group)
+	l.mu.Unlock()
+	close(done)
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	if len(l.queue) == 0 {
+		l.flushing = false
+		return false
+	}
+	return true
 }
 
 // commitGroup makes the lines of group durable in order and sets each one's error.
 func (l *Ledger) commitGroup(group []*pendingLine) {
-	defer func() {
-		for _, p := range group {
-			p.done = true
-		}
-	}()
 	if l.f == nil {
 		setErr(group, ErrClosed)
 		return

@@ -74,11 +74,13 @@ type Ledger struct {
 	// writeLine and syncFile write and sync the ledger file; tests inject failures.
 	writeLine func(f *os.File, b []byte) (int, error)
 	syncFile  func(f *os.File) error
-	// Group commit (group.go): lines waiting for the next writer, under qmu.
-	qmu      sync.Mutex
-	queue    []*pendingLine
-	flushing bool // a flush for AppendAsync is started and has not taken the queue yet
-	batchBuf []byte
+	// Group commit (group.go): lines waiting for the next group, under qmu, and the
+	// channel closed once that group is committed.
+	qmu       sync.Mutex
+	queue     []*pendingLine
+	queueDone chan struct{}
+	flushing  bool // the committer runs
+	batchBuf  []byte
 	// oneAtATime turns group commit off (WithoutGroupCommit).
 	oneAtATime bool
 }
