@@ -168,9 +168,14 @@ func (c *Client) fail(err error) {
 }
 
 func (c *Client) send(t frameType, id uint32, payload []byte) error {
+	return c.sendFrames(frame{typ: t, id: id, payload: payload})
+}
+
+// sendFrames writes fs together, with one write.
+func (c *Client) sendFrames(fs ...frame) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return writeFrame(c.w, frame{typ: t, id: id, payload: payload})
+	return writeFrames(c.w, fs...)
 }
 
 func (c *Client) readLoop(r io.Reader) {

@@ -123,13 +123,19 @@ func (s *server) startFile(id uint32, m fileMsg, data []byte) {
 			_ = s.send(frameFileDone, id, mustJSON(done))
 			return
 		}
+		done := frame{typ: frameFileDone, id: id, payload: mustJSON(fileDoneMsg{
+			Size: res.Size, Lines: res.Lines, Binary: res.Binary, SHA256: res.SHA256,
+			Created: res.Created, DataLen: int64(len(res.Data)),
+		})}
+		if len(res.Data) > 0 && len(res.Data) <= outputChunk {
+			// A small answer goes in one write with its end.
+			_ = s.sendFrames(frame{typ: frameFileData, id: id, payload: res.Data}, done)
+			return
+		}
 		if err := s.sendChunks(frameFileData, id, res.Data); err != nil {
 			return
 		}
-		_ = s.send(frameFileDone, id, mustJSON(fileDoneMsg{
-			Size: res.Size, Lines: res.Lines, Binary: res.Binary, SHA256: res.SHA256,
-			Created: res.Created, DataLen: int64(len(res.Data)),
-		}))
+		_ = s.sendFrames(done)
 	}()
 }
 
@@ -176,11 +182,18 @@ func (c *Client) FileOp(ctx context.Context, req backend.FileRequest) (backend.F
 	}
 	id, release := c.register(cl)
 	defer release()
-	if err := c.send(frameFile, id, mustJSON(m)); err != nil {
+	first := []frame{{typ: frameFile, id: id, payload: mustJSON(m)}}
+	data := req.Data
+	if len(data) > 0 && len(data) <= outputChunk {
+		// A small request goes in one write with its data.
+		first = append(first, frame{typ: frameFileData, id: id, payload: data})
+		data = nil
+	}
+	if err := c.sendFrames(first...); err != nil {
 		c.fail(fmt.Errorf("send: %w", err))
 		return backend.FileResult{}, fmt.Errorf("%w: agent: send file request: %w", backend.ErrUnavailable, err)
 	}
-	for data := req.Data; len(data) > 0; {
+	for len(data) > 0 {
 		n := min(len(data), MaxPayload)
 		if err := c.send(frameFileData, id, data[:n]); err != nil {
 			c.fail(fmt.Errorf("send: %w", err))

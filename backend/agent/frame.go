@@ -78,10 +78,24 @@ func appendFrame(dst []byte, f frame) []byte {
 // writeFrame writes f in a single Write so that frames from concurrent writers, serialised
 // by the caller's lock, never interleave.
 func writeFrame(w io.Writer, f frame) error {
-	if len(f.payload) > MaxPayload {
-		return fmt.Errorf("agent: frame payload of %d bytes exceeds %d", len(f.payload), MaxPayload)
+	return writeFrames(w, f)
+}
+
+// writeFrames writes fs with one write, so that a request or an answer of several small
+// frames costs one system call on each side rather than one per frame.
+func writeFrames(w io.Writer, fs ...frame) error {
+	n := 0
+	for _, f := range fs {
+		if len(f.payload) > MaxPayload {
+			return fmt.Errorf("agent: frame payload of %d bytes exceeds %d", len(f.payload), MaxPayload)
+		}
+		n += 4 + headerLen + len(f.payload)
 	}
-	_, err := w.Write(appendFrame(make([]byte, 0, 4+headerLen+len(f.payload)), f))
+	buf := make([]byte, 0, n)
+	for _, f := range fs {
+		buf = appendFrame(buf, f)
+	}
+	_, err := w.Write(buf)
 	return err
 }
 

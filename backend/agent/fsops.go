@@ -407,17 +407,15 @@ func fileOp(req backend.FileRequest) (backend.FileResult, error) {
 }
 
 // fileResolve resolves the NUL-separated absolute paths in req.Data where the helper runs
-// (see [backend.ResolvePath]) and answers with their JSON array.
+// (see [backend.ResolvePaths]) and answers with their JSON array.
 func fileResolve(req backend.FileRequest) (backend.FileResult, error) {
 	paths := strings.Split(string(req.Data), "\x00")
-	out := make([]backend.ResolvedPath, len(paths))
-	for i, p := range paths {
+	for _, p := range paths {
 		if !strings.HasPrefix(p, "/") {
 			return backend.FileResult{}, fileErr(backend.FileInvalid, "path %q is not absolute", p)
 		}
-		out[i] = backend.ResolvePath(p)
 	}
-	data, err := json.Marshal(out)
+	data, err := json.Marshal(backend.ResolvePaths(paths))
 	if err != nil {
 		return backend.FileResult{}, fileErr(backend.FileIO, "encode: %v", err)
 	}

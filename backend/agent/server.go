@@ -142,9 +142,14 @@ func (s *server) track() bool {
 }
 
 func (s *server) send(t frameType, id uint32, payload []byte) error {
+	return s.sendFrames(frame{typ: t, id: id, payload: payload})
+}
+
+// sendFrames writes fs together, with one write.
+func (s *server) sendFrames(fs ...frame) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	return writeFrame(s.w, frame{typ: t, id: id, payload: payload})
+	return writeFrames(s.w, fs...)
 }
 
 // handle dispatches one frame. It never blocks on a command, so one slow command cannot stall
