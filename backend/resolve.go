@@ -38,10 +38,40 @@ type ResolvedPath struct {
 // does; more means a loop.
 const maxHops = 40
 
-// ResolvePath follows every existing symbolic link of the absolute path p one component at
-// a time from the root, as the kernel would, taking relative targets from the link's
-// directory; a path that does not exist resolves through its deepest existing parent.
-func ResolvePath(p string) ResolvedPath {
+// ResolvePaths resolves each absolute path of paths: it follows every existing symbolic
+// link one component at a time from the root, as the kernel would, taking relative targets
+// from the link's directory; a path that does not exist resolves through its deepest
+// existing parent. Each name is looked at (lstat) once for all of paths: the workspace, the
+// roots and the files a call names share most of their components, and they are resolved
+// as one view of the filesystem, as if at one moment.
+func ResolvePaths(paths []string) []ResolvedPath {
+	w := walker{seen: map[string]lstatAnswer{}}
+	out := make([]ResolvedPath, len(paths))
+	for i, p := range paths {
+		out[i] = w.resolve(p)
+	}
+	return out
+}
+
+// walker resolves paths, keeping what lstat said of each name.
+type walker struct{ seen map[string]lstatAnswer }
+
+type lstatAnswer struct {
+	fi  os.FileInfo
+	err error
+}
+
+func (w walker) lstat(name string) (os.FileInfo, error) {
+	a, ok := w.seen[name]
+	if !ok {
+		a.fi, a.err = os.Lstat(name)
+		w.seen[name] = a
+	}
+	return a.fi, a.err
+}
+
+// resolve resolves one absolute path (see ResolvePaths).
+func (w walker) resolve(p string) ResolvedPath {
 	todo := strings.TrimPrefix(p, "/")
 	r, hops, via, missing := "", 0, false, false
 	out := ResolvedPath{}
@@ -58,7 +88,7 @@ func ResolvePath(p string) ResolvedPath {
 		case "..":
 			if fi, err := os.Stat(orRoot(r)); missing || err != nil || !fi.IsDir() {
 				out.DotDot = true
-				return finish(out, r, via, p)
+				return w.finish(out, r, via, p)
 			}
 			r = path.Dir(orRoot(r))
 			if r == "/" {
@@ -71,7 +101,7 @@ func ResolvePath(p string) ResolvedPath {
 			continue
 		}
 		next := r + "/" + c
-		fi, err := os.Lstat(next)
+		fi, err := w.lstat(next)
 		switch {
 		case err == nil && fi.Mode()&os.ModeSymlink != 0:
 			hops++
@@ -79,7 +109,7 @@ func ResolvePath(p string) ResolvedPath {
 			t, err := os.Readlink(next)
 			if hops > maxHops || err != nil || t == "" {
 				out.Loop = true
-				return finish(out, r, via, p)
+				return w.finish(out, r, via, p)
 			}
 			if strings.HasPrefix(t, "/") {
 				r = ""
@@ -97,7 +127,9 @@ func ResolvePath(p string) ResolvedPath {
 		}
 	}
 	if !missing {
-		if fi, err := os.Stat(orRoot(r)); err == nil {
+		// Every component of r was looked at and none was a link: lstat says what stat
+		// would.
+		if fi, err := w.lstat(orRoot(r)); err == nil {
 			out.Exists = true
 			switch {
 			case fi.IsDir():
@@ -113,12 +145,12 @@ func ResolvePath(p string) ResolvedPath {
 			}
 		}
 	}
-	return finish(out, r, via, p)
+	return w.finish(out, r, via, p)
 }
 
-func finish(out ResolvedPath, r string, via bool, p string) ResolvedPath {
+func (w walker) finish(out ResolvedPath, r string, via bool, p string) ResolvedPath {
 	out.Real, out.ViaLink = path.Clean(orRoot(r)), via
-	if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+	if fi, err := w.lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		out.Link = true
 	}
 	if out.Loop || out.DotDot {
