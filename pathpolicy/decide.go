@@ -235,15 +235,17 @@ func forbidden(r Rules, t Target, root Root) (string, bool) {
 			return pr, true
 		}
 	}
-	raw := components(strings.ReplaceAll(t.Raw, `\`, "/"))
-	lex := components(below(root, t.Path))
-	real := components(t.Real)
+	raw := lowerComponents(strings.ReplaceAll(t.Raw, `\`, "/"))
+	lex := lowerComponents(below(root, t.Path))
+	real := t.Real
 	if rr, ok := containing([]Root{root}, t.Real, false); ok {
-		real = components(below(rr, t.Real))
+		real = below(rr, t.Real)
 	}
+	names := [][]string{raw, lex, lowerComponents(real)}
 	for _, pat := range r.DenyNames {
-		for _, cs := range [][]string{raw, lex, real} {
-			if matchComponents(pat, cs) {
+		parts := lowerComponents(pat)
+		for _, cs := range names {
+			if matchComponents(parts, cs) {
 				return pat, true
 			}
 		}
@@ -273,26 +275,28 @@ func components(p string) []string {
 // MatchName reports whether any pattern matches the path's components (see
 // [Config.DenyNames]). Search tools use it to leave out what they found beneath a directory.
 func MatchName(patterns []string, p string) bool {
-	cs := components(strings.ReplaceAll(p, `\`, "/"))
+	cs := lowerComponents(strings.ReplaceAll(p, `\`, "/"))
 	for _, pat := range patterns {
-		if matchComponents(pat, cs) {
+		if matchComponents(lowerComponents(pat), cs) {
 			return true
 		}
 	}
 	return false
 }
 
-// matchComponents reports whether pattern (one or more slash-separated globs) matches
-// consecutive components of cs, ignoring case.
-func matchComponents(pattern string, cs []string) bool {
-	parts := components(strings.ToLower(pattern))
+// lowerComponents is components of p in lower case: names are matched ignoring case.
+func lowerComponents(p string) []string { return components(strings.ToLower(p)) }
+
+// matchComponents reports whether the globs of parts (a pattern's components) match
+// consecutive components of cs; both are in lower case.
+func matchComponents(parts, cs []string) bool {
 	if len(parts) == 0 || len(parts) > len(cs) {
 		return false
 	}
 	for i := 0; i+len(parts) <= len(cs); i++ {
 		all := true
 		for j, part := range parts {
-			if ok, err := path.Match(part, strings.ToLower(cs[i+j])); err != nil || !ok {
+			if ok, err := path.Match(part, cs[i+j]); err != nil || !ok {
 				all = false
 				break
 			}
