@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,3 +33,16 @@ func markInheritedCloseOnExec() {
 		}
 	}
 }
+
+// devNull is /dev/null opened once for reading, the standard input of every command given
+// none. os/exec would open it for each command and offer it to the network poller, which
+// refuses a character device (an open, four fcntl calls, an epoll_ctl that fails with EPERM
+// and a close on every start); a descriptor of our own, close-on-exec, is placed by exec.Cmd
+// in the child as it is, and never closed by it.
+var devNull = sync.OnceValues(func() (*os.File, error) {
+	fd, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), os.DevNull), nil
+})

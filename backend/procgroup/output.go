@@ -28,7 +28,9 @@ func outputPipes(stdout, stderr io.Writer) (w [2]*os.File, s [2]stream, err erro
 	for i, dst := range []io.Writer{stdout, stderr} {
 		var fds [2]int
 		if err = unix.Pipe2(fds[:], unix.O_CLOEXEC); err == nil {
-			if err = unix.SetNonblock(fds[0], true); err != nil {
+			// A new pipe's read end has no status flag but its access mode, which F_SETFL
+			// leaves alone: one call, where SetNonblock reads the flags first.
+			if _, err = unix.FcntlInt(uintptr(fds[0]), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
 				_ = unix.Close(fds[0])
 				_ = unix.Close(fds[1])
 			}

@@ -98,12 +98,18 @@ func Start(s Spec) (*Process, error) {
 	if grace <= 0 {
 		grace = DefaultKillGrace
 	}
+	stdin := s.Stdin
+	if stdin == nil {
+		if null, err := devNull(); err == nil {
+			stdin = null
+		} // else os/exec opens /dev/null itself, and says why it cannot
+	}
 	cmd := &exec.Cmd{
 		Path:        s.Path,
 		Args:        s.Args,
 		Dir:         s.Dir,
 		Env:         env,
-		Stdin:       s.Stdin,
+		Stdin:       stdin,
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 		WaitDelay:   PipeDrain,
 	}

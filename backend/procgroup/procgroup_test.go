@@ -107,3 +107,21 @@ func TestOutput(t *testing.T) {
 		t.Errorf("stderr: %d lines", n)
 	}
 }
+
+// A command given no stdin reads /dev/null, read-only, through the descriptor kept for every
+// command: it reaches its end at once, cannot be written to, and stays open for the next.
+func TestNoStdinIsDevNull(t *testing.T) {
+	t.Parallel()
+	for i := range 3 {
+		var out, errb bytes.Buffer
+		s := sh(`readlink /proc/self/fd/0; cat; echo x >&0 2>/dev/null || echo read-only`)
+		s.Stdout, s.Stderr = &out, &errb
+		res, err := Run(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "/dev/null\nread-only\n"; out.String() != want || res.ExitCode != 0 {
+			t.Errorf("command %d: %q %q exit %d, want %q", i, out.String(), errb.String(), res.ExitCode, want)
+		}
+	}
+}
