@@ -3,11 +3,13 @@ package agent
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -263,6 +265,81 @@ func TestMissingProgramAndBadDir(t *testing.T) {
 	_, err = c.Exec(ctxFor(t), Request{Argv: []string{"true"}, Dir: filepath.Join(dir, "out"), Workspace: dir})
 	if !errors.Is(err, backend.ErrOutsideWorkspace) {
 		t.Errorf("symlink out of the workspace: %v", err)
+	}
+}
+
+// A start whose environment equals the previous one's is sent as SameEnv; the server runs
+// it with the environment it kept, and a changed environment replaces the kept one.
+func TestExecReusesAndReplacesTheEnvironment(t *testing.T) {
+	t.Parallel()
+	c := pair(t)
+	dir := t.TempDir()
+	for i, want := range []string{"1", "1", "2", "2", "1", ""} {
+		req := shReq(dir, "printf %s \"$A\"")
+		if want != "" {
+			req.Env = append(req.Env, "A="+want)
+		}
+		res, err := c.Exec(ctxFor(t), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(res.Stdout) != want {
+			t.Errorf("command %d: A=%q, want %q", i, res.Stdout, want)
+		}
+	}
+	c.wmu.Lock()
+	kept := slices.Clone(c.sentEnv)
+	c.wmu.Unlock()
+	if !slices.Equal(kept, []string{"PATH=/usr/bin:/bin"}) {
+		t.Errorf("client kept %q as sent", kept)
+	}
+}
+
+// A start that asks for the previous environment is refused when there was none, when it
+// also carries one, and after a start that could not be decoded; the stream goes on.
+func TestServerRefusesSameEnvWithoutOne(t *testing.T) {
+	t.Parallel()
+	start := func(in []byte, id uint32, payload string) []byte {
+		return appendFrame(in, frame{typ: frameStart, id: id, payload: []byte(payload)})
+	}
+	dir := t.TempDir()
+	ok := `{"argv":["true"],"dir":"` + dir + `","env":["A=1"],"timeout_ms":20000}`
+	same := `{"argv":["true"],"dir":"` + dir + `","same_env":true,"timeout_ms":20000}`
+	in := appendFrame(nil, frame{typ: frameHello, payload: mustJSON(hello{Version: ProtocolVersion, Role: "client"})})
+	in = start(in, 1, same)                                                                                 // none before
+	in = start(in, 2, `{"argv":["true"],"dir":"`+dir+`","env":["A=1"],"same_env":true,"timeout_ms":20000}`) // both
+	in = start(in, 3, ok)
+	in = start(in, 4, "{not json")
+	in = start(in, 5, same) // the kept one was forgotten
+	var out bytes.Buffer
+	if err := Serve(context.Background(), bytes.NewReader(in), &out, ServeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readFrame(&out); err != nil { // hello
+		t.Fatal(err)
+	}
+	exits := map[uint32]exitMsg{}
+	for {
+		f, err := readFrame(&out)
+		if err != nil {
+			break
+		}
+		var x exitMsg
+		if f.typ == frameExit && json.Unmarshal(f.payload, &x) == nil {
+			exits[f.id] = x
+		}
+	}
+	for id := uint32(1); id <= 5; id++ {
+		x, found := exits[id]
+		wantOK := id == 3
+		switch {
+		case !found:
+			t.Errorf("request %d: no exit", id)
+		case wantOK && x.Error != "": // run (Serve's end may have cancelled it since)
+			t.Errorf("request %d: %+v, want it run", id, x)
+		case !wantOK && x.ErrorKind != kindInvalid:
+			t.Errorf("request %d: %+v, want it refused", id, x)
+		}
 	}
 }
 

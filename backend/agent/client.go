@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,7 +29,11 @@ type ClientOptions struct {
 type Client struct {
 	w   io.WriteCloser
 	wmu sync.Mutex
-	log hclog.Logger
+	// sentEnv is the environment of the last start frame written (wmu guards it), and
+	// envSent whether there was one.
+	sentEnv []string
+	envSent bool
+	log     hclog.Logger
 
 	ready     chan struct{} // closed once the server's hello was accepted
 	done      chan struct{} // closed when the stream is over
@@ -178,6 +183,26 @@ func (c *Client) sendFrames(fs ...frame) error {
 	return writeFrames(c.w, fs...)
 }
 
+// sendStart sends a start frame. An environment equal to the one the previous start carried
+// is not sent again: the frame says SameEnv, and the server, which reads the frames in the
+// order they were written, takes the one it kept.
+func (c *Client) sendStart(id uint32, m startMsg) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	env := m.Env
+	same := c.envSent && slices.Equal(env, c.sentEnv)
+	if same {
+		m.Env, m.SameEnv = nil, true
+	}
+	if err := writeFrame(c.w, frame{typ: frameStart, id: id, payload: mustJSON(m)}); err != nil {
+		return err
+	}
+	if !same {
+		c.sentEnv, c.envSent = slices.Clone(env), true
+	}
+	return nil
+}
+
 func (c *Client) readLoop(r io.Reader) {
 	f, err := readFrame(r)
 	if err == nil {
@@ -304,7 +329,7 @@ func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) 
 	}
 
 	start := time.Now()
-	if err := c.send(frameStart, id, mustJSON(m)); err != nil {
+	if err := c.sendStart(id, m); err != nil {
 		c.fail(fmt.Errorf("send: %w", err))
 		return backend.Result{}, fmt.Errorf("%w: agent: send start: %w", backend.ErrUnavailable, err)
 	}

@@ -8,7 +8,9 @@
 // The wire format is a sequence of frames, each a 4-byte big-endian length (of what follows),
 // a 1-byte type, a 4-byte request ID and a payload. Control messages (hello, start, exit) are
 // JSON; stdin and output chunks are raw bytes. Both sides open with a hello carrying
-// [ProtocolVersion] and refuse a peer that speaks another.
+// [ProtocolVersion] and refuse a peer that speaks another. A start whose environment is the
+// previous start's carries none and says so (same_env): a backend sends one environment for
+// a whole session, and each side would otherwise encode and decode it for every command.
 //
 // The helper applies the rules a backend must apply where the command runs, not on the host:
 // each command gets its own process group, a timeout or cancel kills the whole group (TERM, a

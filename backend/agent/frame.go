@@ -10,8 +10,9 @@ import (
 
 // ProtocolVersion is the version both sides announce in their hello. A peer with another
 // version is refused: the helper binary and the host must come from the same build family.
-// (2: file-op frames; 3: live output frames; 4: owner frames; 5: tunnel frames.)
-const ProtocolVersion = 5
+// (2: file-op frames; 3: live output frames; 4: owner frames; 5: tunnel frames; 6: a start
+// that reuses the previous start's environment.)
+const ProtocolVersion = 6
 
 // MaxPayload bounds one frame's payload. Larger data is split into several frames.
 const MaxPayload = 1 << 20

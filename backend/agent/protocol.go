@@ -19,15 +19,19 @@ type hello struct {
 
 // startMsg asks the server to run one command.
 type startMsg struct {
-	Argv           []string `json:"argv,omitempty"`
-	Command        string   `json:"command,omitempty"`
-	Dir            string   `json:"dir"`
-	Workspace      string   `json:"workspace,omitempty"`
-	Env            []string `json:"env"`
-	Stdin          bool     `json:"stdin"`
-	TimeoutMS      int64    `json:"timeout_ms"`
-	KillGraceMS    int64    `json:"kill_grace_ms"`
-	MaxOutputBytes int64    `json:"max_output_bytes"`
+	Argv      []string `json:"argv,omitempty"`
+	Command   string   `json:"command,omitempty"`
+	Dir       string   `json:"dir"`
+	Workspace string   `json:"workspace,omitempty"`
+	Env       []string `json:"env"`
+	// SameEnv, with no Env, asks for the environment of the previous start on this stream
+	// (see Client.sendStart): a backend builds one environment per session, ~2 KB that each
+	// side would otherwise encode and decode again for every command.
+	SameEnv        bool  `json:"same_env,omitempty"`
+	Stdin          bool  `json:"stdin"`
+	TimeoutMS      int64 `json:"timeout_ms"`
+	KillGraceMS    int64 `json:"kill_grace_ms"`
+	MaxOutputBytes int64 `json:"max_output_bytes"`
 	// Live asks for a copy of the output in live frames as the command writes it, besides
 	// the capped output sent before the exit.
 	Live bool `json:"live,omitempty"`

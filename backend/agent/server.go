@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,6 +128,11 @@ type server struct {
 	// tunnels carries commands' connections back over the stream (tunnel.go).
 	tunnels *tunnelSet
 	wg      sync.WaitGroup
+
+	// env is the environment of the last start that carried one, kept for the starts that
+	// ask for the same (envKept); only handle's goroutine uses them.
+	env     []string
+	envKept bool
 }
 
 // track counts one more request goroutine for stopAll to wait for; false once the server is
@@ -163,10 +169,10 @@ func (s *server) handle(f frame) error {
 		if p != nil || f.id == 0 {
 			return fmt.Errorf("%w: request id %d reused", ErrMalformedFrame, f.id)
 		}
-		var m startMsg
-		if err := json.Unmarshal(f.payload, &m); err != nil {
+		m, err := s.decodeStart(f.payload)
+		if err != nil {
 			// The stream is intact: refuse this request only.
-			return s.send(frameExit, f.id, mustJSON(exitMsg{ExitCode: -1, Error: "decode start: " + err.Error(), ErrorKind: kindInvalid}))
+			return s.send(frameExit, f.id, mustJSON(exitMsg{ExitCode: -1, Error: err.Error(), ErrorKind: kindInvalid}))
 		}
 		p = newProc(f.id, m.Stdin)
 		if !s.track() {
@@ -198,6 +204,30 @@ func (s *server) handle(f frame) error {
 		return fmt.Errorf("%w: unexpected %q from client", ErrMalformedFrame, f.typ)
 	}
 	return nil
+}
+
+// decodeStart decodes a start frame's message, giving one that asks for the same
+// environment as the previous start the environment kept from it. Frames are handled in the
+// order the client wrote them, on one goroutine, so the kept one is the one the client
+// compared with. A start that cannot be decoded forgets it: a later SameEnv is refused rather
+// than run with an older environment.
+func (s *server) decodeStart(payload []byte) (startMsg, error) {
+	var m startMsg
+	if err := json.Unmarshal(payload, &m); err != nil {
+		s.envKept = false
+		return m, fmt.Errorf("decode start: %w", err)
+	}
+	switch {
+	case m.SameEnv && (len(m.Env) > 0 || !s.envKept):
+		s.envKept = false
+		return m, errors.New("decode start: same_env without an environment before it, or with one of its own")
+	case m.SameEnv:
+		m.Env = s.env
+	default:
+		// Shared by the commands that reuse it: clipped, so that an append copies.
+		s.env, s.envKept = slices.Clip(m.Env), true
+	}
+	return m, nil
 }
 
 // stopAll cancels every running command and waits for them to be reaped.
