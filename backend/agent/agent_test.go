@@ -221,8 +221,19 @@ func TestCancelKillsTree(t *testing.T) {
 	c := pair(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(ctxFor(t))
-	time.AfterFunc(time.Second, cancel)
-	res, err := c.Exec(ctx, shReq(dir, treeCmd(dir)))
+	// Cancelled once the tree is up (its first line printed), however long that takes on a
+	// loaded machine.
+	started := make(chan string, 1)
+	go func() {
+		select {
+		case <-started:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	req := shReq(dir, treeCmd(dir))
+	req.Stdout = &lineWriter{line: started}
+	res, err := c.Exec(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
