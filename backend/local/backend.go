@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -149,8 +150,11 @@ type Env struct {
 	// noNamespaces plays a host without namespaces (WithoutNamespaces).
 	noNamespaces string
 	note         string // the line every result carries
-	tempDir      string
-	egressDir    []string // the calls' egress sockets' directory, with ServeCall
+	// desc is what Describe reports: everything in it is settled once New returns (the
+	// configuration, the helper and what its hello said), so it is built there once.
+	desc      backend.Description
+	tempDir   string
+	egressDir []string // the calls' egress sockets' directory, with ServeCall
 	// guards and writeRoots explain a refusal in a result's notes (explain.go).
 	guards     []guarded
 	writeRoots []string
@@ -225,6 +229,7 @@ func New(cfg Config, opts ...Option) (*Env, error) {
 		return nil, err
 	}
 	e.note = e.summary()
+	e.desc = e.describe()
 	return e, nil
 }
 
@@ -273,7 +278,17 @@ func (e *Env) Workspace() string { return e.workspace }
 
 // Describe reports a host process environment and what the helper and the kernel sandbox
 // enforce.
+//
+// It is called several times in each call (the pipeline, the path policy, the file tools),
+// so it returns the description New built, with slices of the caller's own.
 func (e *Env) Describe() backend.Description {
+	d := e.desc
+	d.Scratch = slices.Clone(d.Scratch)
+	d.Notes = slices.Clone(d.Notes)
+	return d
+}
+
+func (e *Env) describe() backend.Description {
 	sb := e.enforced()
 	ns := e.isolation == isolationNamespaces
 	var scratch []string
