@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/internal/gctune"
 	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/receipt"
 )
@@ -212,8 +214,17 @@ func TestServeLoad(t *testing.T) {
 // BenchmarkServeLoad runs the issue's load (AIRLOCK_LOAD_CALLS, 20,000 by default) with group
 // commit and with every ledger line appended one at a time, in the same run; run it with
 // -benchtime 1x. It reports calls/s and the p50 and p99 latency of a call.
+//
+// The test process's collector is set as `airlock serve` sets its own (gctune.Serve), unless
+// GOGC or GOMEMLIMIT is set; the benchmark's clients, in the same process, get it too.
 func BenchmarkServeLoad(b *testing.B) {
 	n := loadCalls(b, 20000)
+	percent, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1)
+	debug.SetGCPercent(percent)
+	if gctune.Apply(gctune.Serve) {
+		defer debug.SetMemoryLimit(limit)
+		defer debug.SetGCPercent(percent)
+	}
 	for _, mode := range []struct {
 		name string
 		opts []engine.Option

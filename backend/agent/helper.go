@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/procgroup"
 	"github.com/airlock-dev/airlock/backend/sandbox"
+	"github.com/airlock-dev/airlock/internal/gctune"
 )
 
 // A backend on Airlock's own host (local) runs the same helper as a child process: the
@@ -146,6 +147,7 @@ func helperServe(spec HelperSpec) int {
 		return 1
 	}
 	unix.Umask(backend.Umask)
+	gctune.Apply(gctune.Helper)
 	if err := procgroup.EnableSubreaper(); err != nil {
 		fmt.Fprintln(os.Stderr, "airlock helper: subreaper:", err)
 		return 1
@@ -247,6 +249,12 @@ func StartHelper(ctx context.Context, spec HelperSpec, log hclog.Logger) (*Helpe
 	env := []string{specEnv + "=" + string(raw), "PATH=/usr/local/bin:/usr/bin:/bin"}
 	if home, err := os.UserHomeDir(); err == nil {
 		env = append(env, "HOME="+home)
+	}
+	// The collector's settings, when the operator gave them, are the helper's too (gctune).
+	for _, v := range []string{"GOGC", "GOMEMLIMIT"} {
+		if s := os.Getenv(v); s != "" {
+			env = append(env, v+"="+s)
+		}
 	}
 	h.cmd = &exec.Cmd{Path: "/proc/self/exe", Args: []string{arg0Setup}, Env: env, Dir: "/",
 		Stdin: inR, Stdout: outW, Stderr: h.stderr, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}

@@ -15,6 +15,8 @@ import (
 	"sort"
 	"syscall"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/gctune"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand's name and returns
@@ -45,7 +47,7 @@ func main() {
 	// command would outlive its timeout and its receipt would never be written. Writes to a
 	// closed pipe fail instead, and are ignored where output is only a copy.
 	signal.Ignore(syscall.SIGPIPE)
-	relaxStartGC()
+	relaxStartGC(steadyGC(os.Args[1:]))
 	os.Exit(run(os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}))
 }
 
@@ -53,22 +55,36 @@ func main() {
 // schemas, the configuration) and the collector, at its default target, would run several
 // times over them before the first call: some 8 % of a cold `airlock exec`'s CPU. For its
 // first startGCWindow a process collects only when its heap nears startHeapLimit, then the
-// collector returns to its settings; a GOGC or GOMEMLIMIT in the environment is left alone.
+// collector takes steady, or returns to its settings when steady is nil; a GOGC or
+// GOMEMLIMIT in the environment is left alone.
 const (
 	startGCWindow  = time.Second
 	startHeapLimit = 256 << 20
 )
 
-func relaxStartGC() {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+func relaxStartGC(steady *gctune.Settings) {
+	if gctune.FromEnvironment() {
 		return
 	}
 	percent := debug.SetGCPercent(-1)
 	limit := debug.SetMemoryLimit(startHeapLimit)
+	if steady != nil {
+		percent, limit = steady.Percent, steady.Limit
+	}
 	time.AfterFunc(startGCWindow, func() {
 		debug.SetMemoryLimit(limit)
 		debug.SetGCPercent(percent)
 	})
+}
+
+// steadyGC is the collector's setting for the command args runs once start-up is over:
+// gctune.Serve for `airlock serve`, which answers calls for hours; nil (the runtime's
+// defaults) for the rest.
+func steadyGC(args []string) *gctune.Settings {
+	if len(args) > 0 && args[0] == "serve" {
+		return &gctune.Serve
+	}
+	return nil
 }
 
 func run(args []string, s stdio) int {
