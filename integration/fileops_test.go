@@ -35,8 +35,7 @@ func TestFileToolsDocker(t *testing.T) {
 			cfg.Volumes = []docker.Volume{{Host: ws, Container: "/workspace"}}
 			cfg.DefaultTimeout = time.Minute
 			cfg.AgentBinary = airlockBin
-			// CI runs the suite a second time under gVisor (AIRLOCK_DOCKER_RUNTIME_TEST=runsc).
-			cfg.Runtime = os.Getenv("AIRLOCK_DOCKER_RUNTIME_TEST")
+			cfg.Runtime = dockertest.Runtime()
 			if mode == docker.ModeExec {
 				cfg.Agent = docker.AgentOff
 			}

@@ -57,8 +57,11 @@ func mapErrno(err error, what string) error {
 	case errors.Is(err, unix.EISDIR):
 		return fileErr(backend.FileNotRegular, "%s: is a directory", what)
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM), errors.Is(err, unix.EROFS):
-		u := "uid " + strconv.Itoa(os.Getuid())
-		if who, err := user.Current(); err == nil && who.Username != "" {
+		// The effective user: a helper that runs commands as their user (RunAs) keeps root as
+		// its real one, and what was refused was the commands' user.
+		uid := strconv.Itoa(os.Geteuid())
+		u := "uid " + uid
+		if who, err := user.LookupId(uid); err == nil && who.Username != "" {
 			u += " (" + who.Username + ")"
 		}
 		return fileErr(backend.FilePermission, "%s", u)

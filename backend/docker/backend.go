@@ -129,10 +129,12 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 		_ = cli.Close()
 		return nil, err
 	}
-	if e.runtimeNote, err = e.runtimeInForce(ctx); err != nil {
+	rt, err := e.runtimeInForce(ctx)
+	if err != nil {
 		_ = cli.Close()
 		return nil, err
 	}
+	e.runtimeNote = rt.note
 	img, err := e.inspectImage(ctx)
 	if err != nil {
 		_ = cli.Close()
@@ -152,7 +154,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	}
 	cfg.User, e.userNote = resolveUser(cfg)
 	e.cfg.User = cfg.User
-	e.spec, err = buildSpec(cfg, img.ID, e.helper)
+	e.spec, err = buildSpec(cfg, img.ID, e.helper, rt.gVisor)
 	if err != nil {
 		err = errors.Join(fmt.Errorf("docker: %w", err), e.teardownEgress(context.WithoutCancel(ctx)))
 		_ = cli.Close()

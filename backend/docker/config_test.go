@@ -169,11 +169,11 @@ func TestFingerprintFollowsConfig(t *testing.T) {
 	cfg.Image = "img"
 	cfg.Volumes = []Volume{{Host: a, Container: "/workspace"}}
 	helper := binaryInfo{sha: "aa", size: 10 << 20}
-	s1, err := buildSpec(cfg, "sha256:1", helper)
+	s1, err := buildSpec(cfg, "sha256:1", helper, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, _ := buildSpec(cfg, "sha256:1", helper)
+	s2, _ := buildSpec(cfg, "sha256:1", helper, false)
 	if s1.fingerprint() != s2.fingerprint() {
 		t.Errorf("same config, different fingerprints")
 	}
@@ -192,7 +192,7 @@ func TestFingerprintFollowsConfig(t *testing.T) {
 	} {
 		c := cfg
 		change(&c)
-		s, err := buildSpec(c, "sha256:1", helper)
+		s, err := buildSpec(c, "sha256:1", helper, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,13 +200,18 @@ func TestFingerprintFollowsConfig(t *testing.T) {
 			t.Errorf("%s: fingerprint unchanged", name)
 		}
 	}
-	s3, _ := buildSpec(cfg, "sha256:2", helper)
+	s3, _ := buildSpec(cfg, "sha256:2", helper, false)
 	if s3.fingerprint() == s1.fingerprint() {
 		t.Errorf("image: fingerprint unchanged")
 	}
-	s4, _ := buildSpec(cfg, "sha256:1", binaryInfo{sha: "bb", size: 10 << 20})
+	s4, _ := buildSpec(cfg, "sha256:1", binaryInfo{sha: "bb", size: 10 << 20}, false)
 	if s4.fingerprint() == s1.fingerprint() {
 		t.Errorf("helper binary: fingerprint unchanged")
+	}
+	// The daemon's default runtime turned out to be gVisor: another seccomp profile.
+	s5, _ := buildSpec(cfg, "sha256:1", helper, true)
+	if s5.fingerprint() == s1.fingerprint() || s5.Seccomp == s1.Seccomp {
+		t.Errorf("gVisor: fingerprint or profile unchanged")
 	}
 }
 
@@ -341,7 +346,7 @@ func TestValidateRefusesNoLimits(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.Image = "img"
-	s, err := buildSpec(cfg, "sha256:1", binaryInfo{})
+	s, err := buildSpec(cfg, "sha256:1", binaryInfo{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +366,7 @@ func TestHelperDirectoryInReadOnlyRootfs(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Image = "img"
 	cfg.ReadOnlyRootfs = true
-	s, err := buildSpec(cfg, "sha256:1", binaryInfo{sha: "aa", size: 40 << 20})
+	s, err := buildSpec(cfg, "sha256:1", binaryInfo{sha: "aa", size: 40 << 20}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +376,7 @@ func TestHelperDirectoryInReadOnlyRootfs(t *testing.T) {
 		t.Errorf("helper tmpfs: %q", hc.Tmpfs)
 	}
 	cfg.Agent = AgentOff
-	s, _ = buildSpec(cfg, "sha256:1", binaryInfo{})
+	s, _ = buildSpec(cfg, "sha256:1", binaryInfo{}, false)
 	if _, hc := s.engine(nil); hc.Tmpfs[markDir] != "" {
 		t.Errorf("helper tmpfs without a helper: %q", hc.Tmpfs)
 	}

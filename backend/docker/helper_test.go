@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -206,5 +207,43 @@ func TestHelperFromDefaultBuild(t *testing.T) {
 				t.Errorf("echo: %q", got)
 			}
 		})
+	}
+}
+
+// TestHelperFileOpsOnlyUsersAccess: the helper keeps root as its real user (so commands
+// cannot signal it) but its file tools have the commands' user's access and no more: a file
+// and a directory only root may use, made by root in the container, are refused to the file
+// tools as to a command, and the refusal names the commands' user.
+func TestHelperFileOpsOnlyUsersAccess(t *testing.T) {
+	cfg := testConfig(t, dockertest.Workspace(t), docker.ModeAgent)
+	cfg.ReuseContainer = false
+	env := newEnv(t, cfg)
+	if d := env.Describe(); d.Mode != docker.ModeAgent {
+		t.Fatalf("mode %s: %v", d.Mode, d.Notes)
+	}
+	dockerExec(t, env.ContainerID(), "0:0", "cd /workspace && echo secret > rootonly && chmod 600 rootonly && mkdir rootdir && chmod 755 rootdir && echo x > rootdir/f")
+	if res := mustExec(t, env, backend.Request{Command: "cat /workspace/rootonly; touch /workspace/rootdir/g"}); res.ExitCode == 0 || strings.Contains(string(res.Stdout), "secret") {
+		t.Fatalf("a command used root's files: %+v", res)
+	}
+	for _, req := range []backend.FileRequest{
+		{Op: backend.FileRead, Path: "/workspace/rootonly", MaxBytes: 100},
+		{Op: backend.FileWindow, Path: "/workspace/rootonly", MaxBytes: 100},
+		{Op: backend.FileWrite, Path: "/workspace/rootonly", MaxBytes: 100, Data: []byte("mine")},
+		{Op: backend.FileWrite, Path: "/workspace/rootdir/new", MaxBytes: 100, Data: []byte("mine")},
+		{Op: backend.FileWrite, Path: "/workspace/rootdir/f", MaxBytes: 100, Data: []byte("mine")},
+	} {
+		req.Root = "/workspace"
+		res, err := env.FileOp(t.Context(), req)
+		var fe *backend.FileError
+		if !errors.As(err, &fe) || fe.Code != backend.FilePermission || !strings.Contains(fe.Msg, "uid 65534") {
+			t.Errorf("%s %s: %q, %v; want a permission refusal naming uid 65534", req.Op, req.Path, res.Data, err)
+		}
+	}
+	if got := dockerExec(t, env.ContainerID(), "0:0", "cat /workspace/rootonly; ls /workspace/rootdir"); got != "secret\nf" {
+		t.Errorf("root's files changed: %q", got)
+	}
+	// What the user may, the tools do.
+	if _, err := env.FileOp(t.Context(), backend.FileRequest{Op: backend.FileWrite, Path: "/workspace/mine", Root: "/workspace", MaxBytes: 10, Data: []byte("x")}); err != nil {
+		t.Errorf("write in the workspace: %v", err)
 	}
 }

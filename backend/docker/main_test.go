@@ -56,8 +56,7 @@ func testConfig(t testing.TB, ws, mode string) docker.Config {
 	cfg.Memory = 256 << 20
 	cfg.KillGrace = 500 * time.Millisecond
 	cfg.DefaultTimeout = time.Minute
-	// CI runs the package a second time under gVisor (AIRLOCK_DOCKER_RUNTIME_TEST=runsc).
-	cfg.Runtime = os.Getenv("AIRLOCK_DOCKER_RUNTIME_TEST")
+	cfg.Runtime = dockertest.Runtime()
 	if mode == docker.ModeExec {
 		cfg.Agent = docker.AgentOff
 	} else {

@@ -53,22 +53,59 @@ var refused = []string{"io_uring_setup", "io_uring_enter", "io_uring_register"}
 
 const setidBits = unix.S_ISUID | unix.S_ISGID
 
-// seccompProfile is the container's profile as the JSON Docker's SecurityOpt takes, and its
-// SHA-256 for the container's fingerprint.
-var seccompProfile = sync.OnceValues(func() (string, string) {
-	b, err := json.Marshal(buildSeccomp())
-	if err != nil {
-		panic("docker: marshal seccomp profile: " + err.Error()) // plain data, cannot fail
+// Under gVisor (runsc --oci-seccomp) the profile is enforced by gVisor's kernel, not Linux's,
+// and two things differ there, so a container under gVisor gets a variant of the profile:
+//
+//   - gVisor answers every SCMP_ACT_ERRNO with EPERM, whatever errnoRet the rule names
+//     (runsc/specutils/seccomp converts the action without reading errnoRet; google/gvisor
+//     issue 14688). A call the profile answers ENOSYS — clone3 in Docker's default, openat2
+//     in ours — then fails with EPERM, and programs do not fall back: glibc's pthread_create
+//     fails (it falls back from clone3 to clone only on ENOSYS), and so would the helper's
+//     file operations (from openat2 to openat). The one action gVisor turns into ENOSYS is
+//     SCMP_ACT_TRACE when no tracer watches the process (pkg/sentry/kernel/seccomp.go, as
+//     Linux does), so those rules become SCMP_ACT_TRACE;
+//   - gVisor checks seccomp before a tracer's syscall-enter stop and never again after it
+//     (pkg/sentry/kernel/task_syscall.go): a tracer may rewrite the call's number or
+//     arguments there, and after a SCMP_ACT_TRACE stop too, and the rewritten call runs
+//     unchecked. Linux checks again since 4.8, which is why Docker's default profile allows
+//     ptrace only from kernel 4.8 on — but it asks the host's kernel, not gVisor. So ptrace
+//     is refused under gVisor: no tracer can rewrite a call past the profile, and none can
+//     watch a SCMP_ACT_TRACE call, which therefore always answers ENOSYS.
+
+// untraceable are the calls refused under gVisor only, so that no process has a tracer there.
+var untraceable = []string{"ptrace"}
+
+// The profile as the JSON Docker's SecurityOpt takes, and its SHA-256 for the container's
+// fingerprint: one for Linux's kernel (runc and the like), one for gVisor.
+var (
+	linuxProfile  = profileOnce(false)
+	gvisorProfile = profileOnce(true)
+)
+
+func profileOnce(gvisor bool) func() (string, string) {
+	return sync.OnceValues(func() (string, string) {
+		b, err := json.Marshal(buildSeccomp(gvisor))
+		if err != nil {
+			panic("docker: marshal seccomp profile: " + err.Error()) // plain data, cannot fail
+		}
+		sum := sha256.Sum256(b)
+		return string(b), hex.EncodeToString(sum[:])
+	})
+}
+
+func seccompProfile(gvisor bool) (profile, sha string) {
+	if gvisor {
+		return gvisorProfile()
 	}
-	sum := sha256.Sum256(b)
-	return string(b), hex.EncodeToString(sum[:])
-})
+	return linuxProfile()
+}
 
-func seccompJSON() string { j, _ := seccompProfile(); return j }
-func seccompHash() string { _, h := seccompProfile(); return h }
+func seccompJSON(gvisor bool) string { j, _ := seccompProfile(gvisor); return j }
+func seccompHash(gvisor bool) string { _, h := seccompProfile(gvisor); return h }
 
-// buildSeccomp is Docker's default profile with the rules above.
-func buildSeccomp() *seccomp.Seccomp {
+// buildSeccomp is Docker's default profile with the rules above, in gVisor's variant when
+// gvisor is set.
+func buildSeccomp(gvisor bool) *seccomp.Seccomp {
 	p := seccomp.DefaultProfile()
 	guarded := map[string]bool{}
 	for _, c := range append(append(setidModeCalls, nodeCalls...), modeArgs(notImplemented)...) {
@@ -76,6 +113,11 @@ func buildSeccomp() *seccomp.Seccomp {
 	}
 	for _, n := range refused {
 		guarded[n] = true
+	}
+	if gvisor {
+		for _, n := range untraceable {
+			guarded[n] = true
+		}
 	}
 	for _, sc := range p.Syscalls {
 		sc.Names = slices.DeleteFunc(sc.Names, func(n string) bool { return guarded[n] })
@@ -93,6 +135,13 @@ func buildSeccomp() *seccomp.Seccomp {
 	p.Syscalls = append(p.Syscalls, &seccomp.Syscall{LinuxSyscall: specs.LinuxSyscall{
 		Names: notImplemented, Action: specs.ActErrno, ErrnoRet: &nosys,
 	}, Comment: "airlock: the mode is out of seccomp's sight; callers fall back to openat"})
+	if gvisor {
+		for _, sc := range p.Syscalls {
+			if sc.Action == specs.ActErrno && sc.ErrnoRet != nil && *sc.ErrnoRet == nosys {
+				sc.Action, sc.ErrnoRet = specs.ActTrace, nil
+			}
+		}
+	}
 	return p
 }
 

@@ -62,7 +62,10 @@ type spec struct {
 	// CAP_SETUID and CAP_SETGID, which only the helper holds.
 	HelperRunAs     string `json:"helper_run_as,omitempty"`
 	NoNewPrivileges bool   `json:"no_new_privileges"`
-	// Seccomp is the SHA-256 of the container's seccomp profile (see seccomp.go).
+	// GVisor is set when the runtime is gVisor, whose variant of the seccomp profile the
+	// container gets (see seccomp.go).
+	GVisor bool `json:"gvisor,omitempty"`
+	// Seccomp is the SHA-256 of the container's seccomp profile.
 	Seccomp      string                  `json:"seccomp"`
 	Init         bool                    `json:"init"`
 	CgroupNS     string                  `json:"cgroupns"` // "private": the container sees only its own cgroup
@@ -74,8 +77,9 @@ type spec struct {
 // buildSpec turns a validated configuration into a spec. Host paths are resolved again here,
 // so the fingerprint names the real directories. helper is the helper binary that will be
 // installed (ignored when the helper is off): its digest is part of the fingerprint, so a
-// container prepared for one helper, or for none, is never reused for another.
-func buildSpec(cfg Config, imageID string, helper binaryInfo) (spec, error) {
+// container prepared for one helper, or for none, is never reused for another. gVisor says
+// whether the runtime in force is gVisor.
+func buildSpec(cfg Config, imageID string, helper binaryInfo, gVisor bool) (spec, error) {
 	s := spec{
 		ImageID:         imageID,
 		Session:         cfg.Session,
@@ -86,7 +90,8 @@ func buildSpec(cfg Config, imageID string, helper binaryInfo) (spec, error) {
 		ReadOnlyRootfs:  cfg.ReadOnlyRootfs,
 		NoNewPrivileges: true,
 		Init:            true,
-		Seccomp:         seccompHash(),
+		GVisor:          gVisor,
+		Seccomp:         seccompHash(gVisor),
 		CgroupNS:        string(container.CgroupnsModePrivate),
 	}
 	switch {
@@ -228,7 +233,7 @@ func (s spec) engine(labels map[string]string) (*container.Config, *container.Ho
 		NetworkMode:    container.NetworkMode(s.Network),
 		CapDrop:        []string{"ALL"},
 		CapAdd:         s.Capabilities.Bounding,
-		SecurityOpt:    []string{"seccomp=" + seccompJSON()},
+		SecurityOpt:    []string{"seccomp=" + seccompJSON(s.GVisor)},
 		ReadonlyRootfs: s.ReadOnlyRootfs,
 		Init:           &useInit,
 		Runtime:        s.Runtime,

@@ -145,10 +145,15 @@ func RemoveContainers(prefix string) {
 	}
 }
 
+// Runtime is the OCI runtime the Docker tests run under: AIRLOCK_DOCKER_RUNTIME_TEST (CI runs
+// the conformance, file-tool and attack tests a second time with "runsc", gVisor), or ""
+// for the daemon's default.
+func Runtime() string { return os.Getenv("AIRLOCK_DOCKER_RUNTIME_TEST") }
+
 // Config returns the TOML of a Docker environment for a test: the test image, the given
 // resident helper binary (empty: [AgentBinary]), a container name prefix of its own (named
-// after kind) whose containers are removed when the test ends, auto approvals, and extra
-// appended to [environment.docker]. It also returns the prefix.
+// after kind) whose containers are removed when the test ends, auto approvals, the
+// [Runtime], and extra appended to [environment.docker]. It also returns the prefix.
 func Config(t testing.TB, kind string, timeout int, agent, extra string) (toml, prefix string) {
 	t.Helper()
 	Client(t)
@@ -157,6 +162,9 @@ func Config(t testing.TB, kind string, timeout int, agent, extra string) (toml, 
 	}
 	prefix = fmt.Sprintf("airlock_%s_%d_%d_", kind, os.Getpid(), time.Now().UnixNano()%1e9)
 	t.Cleanup(func() { RemoveContainers(prefix) })
+	if rt := Runtime(); rt != "" {
+		extra = fmt.Sprintf("runtime = %q\n", rt) + extra
+	}
 	return fmt.Sprintf(`[environment]
 type = "docker"
 timeout = %d

@@ -1,5 +1,6 @@
 // Command setidattack tries, in the directory it is given, every system call that can leave
-// a setuid or setgid file or a device node, and prints one line per try: NAME ok or NAME the
+// a setuid or setgid file or a device node — and an allowed chmod whose mode a ptrace tracer
+// rewrites at its syscall-enter stop — and prints one line per try: NAME ok or NAME the
 // error. It is built by the Docker backend's tests and run inside the container as a
 // command, where each try must fail; on the host afterwards no such file may exist.
 package main
@@ -17,6 +18,9 @@ import (
 const sysFchmodat2 = 452 // kernel 6.6
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == chmodChild {
+		chmodChildMain(os.Args[2])
+	}
 	dir := os.Args[1]
 	at := func(name string) string { return filepath.Join(dir, name) }
 	plain := func(name string) int {
@@ -63,6 +67,7 @@ func main() {
 	try("mknod-char-1-3", unix.Mknod(at("null-dev"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))))
 	try("mknod-block-7-0", unix.Mknod(at("loop-dev"), unix.S_IFBLK|0o666, int(unix.Mkdev(7, 0))))
 	try("io_uring_setup", ioUringSetup())
+	try("ptrace-rewrite-chmod-4755", ptraceChmod(at("ptrace-suid")))
 
 	// What must keep working: a FIFO, a socket node, a plain chmod.
 	try("control-mkfifo", unix.Mkfifo(at("fifo"), 0o644))
