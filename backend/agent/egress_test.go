@@ -39,6 +39,26 @@ func unixServer(t testing.TB) string {
 	return sock
 }
 
+// halfClosedGet sends a GET of url to the proxy at addr, half-closes the connection and
+// returns the answer's status and body.
+func halfClosedGet(t testing.TB, addr, url string) (int, string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n", url)
+	c.(*net.TCPConn).CloseWrite()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
 func TestRelayCarriesRequestsAndEndsWithClose(t *testing.T) {
 	r, err := startRelay(dialUnix(unixServer(t)))
 	if err != nil {
@@ -50,21 +70,8 @@ func TestRelayCarriesRequestsAndEndsWithClose(t *testing.T) {
 	}
 	// A client that half-closes after its request, as `printf … | nc` does, still gets the
 	// whole response and then the end of the stream.
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fmt.Fprint(c, "GET http://allowed.test/x HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n")
-	c.(*net.TCPConn).CloseWrite()
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || string(body) != "via socket: GET http://allowed.test/x" {
-		t.Fatalf("through the relay: %d %q", resp.StatusCode, body)
+	if code, body := halfClosedGet(t, addr, "http://allowed.test/x"); code != 200 || body != "via socket: GET http://allowed.test/x" {
+		t.Fatalf("through the relay: %d %q", code, body)
 	}
 
 	// A connection still open when the command ends is cut, and the port stops accepting.

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -177,22 +176,8 @@ func TestExecEgressTunnelHalfClose(t *testing.T) {
 		go srv.Serve(ln)
 		return func() { srv.Close() }
 	})
-	port := "80"
-	conn, err := net.Dial("tcp", strings.TrimPrefix(proxy, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "GET http://allowed.test:%s/ HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n", port)
-	conn.(*net.TCPConn).CloseWrite()
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || string(got) != "whole answer" {
-		t.Fatalf("through a half-closed tunnel: %d %q", resp.StatusCode, got)
+	if code, body := halfClosedGet(t, strings.TrimPrefix(proxy, "http://"), "http://allowed.test/"); code != 200 || body != "whole answer" {
+		t.Fatalf("through a half-closed tunnel: %d %q", code, body)
 	}
 }
 
