@@ -204,7 +204,9 @@ func TestTimeoutKillsTree(t *testing.T) {
 	c := pair(t)
 	dir := t.TempDir()
 	req := shReq(dir, treeCmd(dir))
-	req.Timeout = time.Second
+	// Long enough for the tree to be up (it prints "started" after 0.3 s) on a loaded machine:
+	// the cancelling twin below waits for that line, a timeout cannot.
+	req.Timeout = 4 * time.Second
 	req.KillGrace = 200 * time.Millisecond
 	res, err := c.Exec(ctxFor(t), req)
 	if err != nil {
