@@ -11,10 +11,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"sort"
 	"syscall"
-	"time"
 
 	"github.com/airlock-dev/airlock/internal/gctune"
 )
@@ -47,34 +45,8 @@ func main() {
 	// command would outlive its timeout and its receipt would never be written. Writes to a
 	// closed pipe fail instead, and are ignored where output is only a copy.
 	signal.Ignore(syscall.SIGPIPE)
-	relaxStartGC(steadyGC(os.Args[1:]))
+	gctune.StartUp(steadyGC(os.Args[1:]))
 	os.Exit(run(os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}))
-}
-
-// Start-up allocates a few megabytes that stay live (the classifier's rules, the tools'
-// schemas, the configuration) and the collector, at its default target, would run several
-// times over them before the first call: some 8 % of a cold `airlock exec`'s CPU. For its
-// first startGCWindow a process collects only when its heap nears startHeapLimit, then the
-// collector takes steady, or returns to its settings when steady is nil; a GOGC or
-// GOMEMLIMIT in the environment is left alone.
-const (
-	startGCWindow  = time.Second
-	startHeapLimit = 256 << 20
-)
-
-func relaxStartGC(steady *gctune.Settings) {
-	if gctune.FromEnvironment() {
-		return
-	}
-	percent := debug.SetGCPercent(-1)
-	limit := debug.SetMemoryLimit(startHeapLimit)
-	if steady != nil {
-		percent, limit = steady.Percent, steady.Limit
-	}
-	time.AfterFunc(startGCWindow, func() {
-		debug.SetMemoryLimit(limit)
-		debug.SetGCPercent(percent)
-	})
 }
 
 // steadyGC is the collector's setting for the command args runs once start-up is over:

@@ -1,5 +1,6 @@
-// Package gctune sets the Go garbage collector of Airlock's long-lived processes: `airlock
-// serve` and the resident helper. Both keep a small live heap and allocate a few kilobytes
+// Package gctune sets the Go garbage collector: relaxed for every airlock process's first
+// second (StartUp), and steady settings for its long-lived ones, `airlock serve` and the
+// resident helper. Both keep a small live heap and allocate a few kilobytes
 // for every call, so at the collector's default (a new cycle each time the heap doubles) they
 // collect several hundred times a second under load: ~16 % of the server's CPU and ~9 % of a
 // helper's in the profile of docs/benchmarks.md ("read_file at volume"). A higher GOGC makes
@@ -12,6 +13,7 @@ package gctune
 import (
 	"os"
 	"runtime/debug"
+	"time"
 )
 
 // Settings are a collector target and a soft memory limit.
@@ -42,4 +44,31 @@ func Apply(s Settings) bool {
 	debug.SetGCPercent(s.Percent)
 	debug.SetMemoryLimit(s.Limit)
 	return true
+}
+
+// Start-up allocates a few megabytes that stay live (the classifier's rules, the tools'
+// schemas, the configuration) and the collector, at its default target, would run several
+// times over them before the first call: some 8 % of a cold `airlock exec`'s CPU. For its
+// first startWindow a process collects only when its heap nears startHeapLimit.
+const (
+	startWindow    = time.Second
+	startHeapLimit = 256 << 20
+)
+
+// StartUp relaxes the collector for the process's first startWindow, then gives it steady,
+// or returns it to its settings when steady is nil. A GOGC or GOMEMLIMIT in the environment
+// is left alone.
+func StartUp(steady *Settings) {
+	if FromEnvironment() {
+		return
+	}
+	percent := debug.SetGCPercent(-1)
+	limit := debug.SetMemoryLimit(startHeapLimit)
+	if steady != nil {
+		percent, limit = steady.Percent, steady.Limit
+	}
+	time.AfterFunc(startWindow, func() {
+		debug.SetMemoryLimit(limit)
+		debug.SetGCPercent(percent)
+	})
 }
