@@ -343,14 +343,20 @@ func threadsDone() (map[string]bool, error) {
 	return done, err
 }
 
-// statusDone reports whether one thread's status shows key done: no_new_privs set, or
-// the capability set empty. A missing line is not done.
+// statusDone reports whether one thread's status shows key done (see stepDone). A missing
+// line is not done.
 func statusDone(status, key string) bool {
 	val, ok := statusValue(status, key)
+	return ok && stepDone(key, val)
+}
+
+// stepDone reports whether val, a thread's status value for key, shows that step done:
+// no_new_privs set, or the capability set empty.
+func stepDone(key, val string) bool {
 	if key == "NoNewPrivs:" {
-		return ok && val == "1"
+		return val == "1"
 	}
-	return ok && val != "" && strings.Trim(val, "0") == ""
+	return val != "" && strings.Trim(val, "0") == ""
 }
 
 // droppedStatus checks one thread's status file.
@@ -360,7 +366,7 @@ func droppedStatus(status string) error {
 		switch {
 		case !ok:
 			return fmt.Errorf("status has no %s line", strings.TrimSuffix(key, ":"))
-		case statusDone(status, key):
+		case stepDone(key, val):
 		case key == "NoNewPrivs:":
 			return errors.New("no_new_privs is not set")
 		default:
