@@ -233,18 +233,13 @@ func DefaultRules() (RulesConfig, error) {
 // ParseRules decodes a rules file in the format of rules.toml, rejecting unknown keys so that
 // a misspelt rule is an error rather than a silent no-op.
 func ParseRules(data []byte) (RulesConfig, error) {
-	return decodeRules(data, "decode rules")
-}
-
-// decodeRules decodes data in the format of rules.toml; what prefixes its errors.
-func decodeRules(data []byte, what string) (RulesConfig, error) {
 	var rc RulesConfig
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&rc)
 	if err != nil {
-		return RulesConfig{}, fmt.Errorf("%s: %w", what, err)
+		return RulesConfig{}, fmt.Errorf("decode rules: %w", err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return RulesConfig{}, fmt.Errorf("%s: unknown keys %v", what, und)
+		return RulesConfig{}, fmt.Errorf("decode rules: unknown keys %v", und)
 	}
 	return rc, nil
 }

@@ -20,9 +20,9 @@ func TestRulesData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := decodeRules(src, "decode rules.toml")
+	rc, err := ParseRules(src)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("rules.toml: %v", err)
 	}
 	want, err := renderRulesData(rc)
 	if err != nil {
