@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -294,5 +295,25 @@ func TestNamedSessionsPersist(t *testing.T) {
 	openSession(t, e3, "mem")
 	if _, err := os.Stat(e3.Config().SessionsDir()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("ephemeral session wrote state: %v", err)
+	}
+}
+
+// Tools compile their schemas on first use; every tool the engine can offer must compile.
+func TestEveryToolSchemaCompiles(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, newConfig(t, `[tools]
+enabled = ["terminal", "files", "jobs", "web"]
+[network]
+mode = "allowlist"
+allow_domains = ["allowed.test"]
+`))
+	names := e.Registry().Names()
+	for _, want := range []string{"terminal", "read_file", "job_output", "web_fetch"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tool %s not offered with every toolset enabled: %v", want, names)
+		}
+	}
+	if err := e.Registry().Compile(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -21,22 +21,54 @@ var nameChars = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 
 const maxNameLen = 64
 
-// Tool is a registered definition with its schemas compiled.
+// Tool is a registered definition. Its schemas are compiled on first use: compiling and
+// checking a schema against its meta-schema costs ~0.5 ms a tool, and a process that runs one
+// call of one tool (a cold `airlock exec`) paid it for every tool at start. [Registry.Compile]
+// compiles them all at once, for tests and doctor.
 type Tool struct {
 	Definition
-	input  *schema.Schema
-	output *schema.Schema
+	schemas func() (compiled, error)
 }
 
-// ValidateInput checks arguments and reports every violation under "arguments".
+type compiled struct {
+	input, output *schema.Schema
+}
+
+func compileSchemas(d Definition) func() (compiled, error) {
+	return sync.OnceValues(func() (compiled, error) {
+		var c compiled
+		var err error
+		if c.input, err = schema.CompileJSON(d.Name+".input", d.InputSchema); err != nil {
+			return c, fmt.Errorf("tool %q: input schema: %w", d.Name, err)
+		}
+		if len(d.OutputSchema) > 0 {
+			if c.output, err = schema.CompileJSON(d.Name+".output", d.OutputSchema); err != nil {
+				return c, fmt.Errorf("tool %q: output schema: %w", d.Name, err)
+			}
+		}
+		return c, nil
+	})
+}
+
+// ValidateInput checks arguments and reports every violation under "arguments". A tool whose
+// schema does not compile (a defect of the tool, which Registry.Compile finds in tests)
+// accepts nothing.
 func (t *Tool) ValidateInput(args json.RawMessage) schema.Violations {
-	return t.input.ValidateJSON("arguments", args)
+	c, err := t.schemas()
+	if err != nil {
+		return schema.Violations{{Path: "arguments", Message: err.Error()}}
+	}
+	return c.input.ValidateJSON("arguments", args)
 }
 
 // ValidateOutput checks a handler's Data under "output". A tool without an output schema
 // accepts only nil Data.
 func (t *Tool) ValidateOutput(data any) schema.Violations {
-	if t.output == nil {
+	c, err := t.schemas()
+	if err != nil {
+		return schema.Violations{{Path: "output", Message: err.Error()}}
+	}
+	if c.output == nil {
 		if data != nil {
 			return schema.Violations{{Path: "output", Message: "tool declares no output schema but returned data"}}
 		}
@@ -46,7 +78,7 @@ func (t *Tool) ValidateOutput(data any) schema.Violations {
 	if err != nil {
 		return schema.Violations{{Path: "output", Message: "not encodable as JSON: " + err.Error()}}
 	}
-	return t.output.ValidateJSON("output", raw)
+	return c.output.ValidateJSON("output", raw)
 }
 
 // Registry holds the tools a pipeline can run. It is safe for concurrent use.
@@ -81,16 +113,13 @@ func (r *Registry) Register(d Definition) error {
 	if len(d.InputSchema) == 0 {
 		return fmt.Errorf("tool %q: input schema is required", d.Name)
 	}
-	in, err := schema.CompileJSON(d.Name+".input", d.InputSchema)
-	if err != nil {
-		return fmt.Errorf("tool %q: input schema: %w", d.Name, err)
+	if !json.Valid(d.InputSchema) {
+		return fmt.Errorf("tool %q: input schema: not valid JSON", d.Name)
 	}
-	t := &Tool{Definition: d, input: in}
-	if len(d.OutputSchema) > 0 {
-		if t.output, err = schema.CompileJSON(d.Name+".output", d.OutputSchema); err != nil {
-			return fmt.Errorf("tool %q: output schema: %w", d.Name, err)
-		}
+	if len(d.OutputSchema) > 0 && !json.Valid(d.OutputSchema) {
+		return fmt.Errorf("tool %q: output schema: not valid JSON", d.Name)
 	}
+	t := &Tool{Definition: d, schemas: compileSchemas(d)}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.tools[d.Name]; dup {
@@ -113,6 +142,18 @@ func (r *Registry) SetOutputMode(name string, m OutputMode) error {
 		return fmt.Errorf("no tool named %q is offered", name)
 	}
 	t.Output.Mode = m
+	return nil
+}
+
+// Compile compiles every registered tool's schemas now and returns the first that fails,
+// by tool name. Registration leaves compiling to a tool's first call.
+func (r *Registry) Compile() error {
+	for _, n := range r.Names() {
+		t, _ := r.Lookup(n)
+		if _, err := t.schemas(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -42,7 +42,8 @@ func TestRegister(t *testing.T) {
 		{"bad risk", func(d *Definition) { d.Risk = "scary" }, "risk"},
 		{"bad mode", func(d *Definition) { d.Output.Mode = "tail" }, "output mode"},
 		{"no input schema", func(d *Definition) { d.InputSchema = nil }, "input schema is required"},
-		{"broken schema", func(d *Definition) { d.InputSchema = json.RawMessage(`{"type":5}`) }, "input schema"},
+		{"schema not JSON", func(d *Definition) { d.InputSchema = json.RawMessage(`{"type":`) }, "input schema: not valid JSON"},
+		{"output schema not JSON", func(d *Definition) { d.OutputSchema = json.RawMessage(`[`) }, "output schema: not valid JSON"},
 	}
 	for _, tc := range bad {
 		d := def("t_" + strings.ReplaceAll(tc.name, " ", "_"))
@@ -90,5 +91,40 @@ func TestSpecsHideServerSide(t *testing.T) {
 		`{"type":"function","function":{"name":"b","description":"d","parameters":{"type":"object","required":["a"],"properties":{"a":{"type":"string"}},"additionalProperties":false}}}]`
 	if string(data) != want {
 		t.Errorf("specs:\n%s\nwant\n%s", data, want)
+	}
+}
+
+// A schema that is JSON but not a schema is registered (compiling waits for first use) and
+// then refuses every call: nothing runs with it, and Registry.Compile names it.
+func TestBrokenSchemaRefusesCalls(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		mut  func(*Definition)
+		want string
+	}{
+		{"input", func(d *Definition) { d.InputSchema = json.RawMessage(`{"type":5}`) }, `tool "broken_input": input schema`},
+		{"output", func(d *Definition) { d.OutputSchema = json.RawMessage(`{"type":5}`) }, `tool "broken_output": output schema`},
+	} {
+		r := NewRegistry()
+		if err := r.Register(def("fine")); err != nil {
+			t.Fatal(err)
+		}
+		d := def("broken_" + tc.name)
+		tc.mut(&d)
+		if err := r.Register(d); err != nil {
+			t.Fatalf("%s: register: %v", tc.name, err)
+		}
+		if err := r.Compile(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Compile = %v, want %q", tc.name, err, tc.want)
+		}
+		tl, _ := r.Lookup(d.Name)
+		vs := tl.ValidateInput(json.RawMessage(`{"a":"x"}`))
+		if len(vs) == 0 || !strings.Contains(vs.Error(), tc.want) {
+			t.Errorf("%s: ValidateInput = %v, want a violation naming %q", tc.name, vs, tc.want)
+		}
+		if vs := tl.ValidateOutput(map[string]any{"n": 3}); len(vs) == 0 {
+			t.Errorf("%s: ValidateOutput accepted output of a tool whose schemas do not compile", tc.name)
+		}
 	}
 }
