@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/pathpolicy"
 	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/receipt"
+	"github.com/airlock-dev/airlock/shellrisk"
 	"github.com/airlock-dev/airlock/telemetry"
 	"github.com/airlock-dev/airlock/tool"
 )
@@ -201,6 +202,11 @@ func New(ctx context.Context, cfg *configs.Config, opts ...Option) (*Engine, err
 			return nil, fmt.Errorf("approvals: %w", err)
 		}
 		e.opts.approver = e.approvals
+	}
+	// The embedded classifier (~4 ms to build) is built beside the environment's start, which
+	// mostly waits for another process; the gate takes it, built, when assembled.
+	if cfg.Approvals.Rules.IsZero() {
+		go func() { _, _ = shellrisk.NewClassifier(shellrisk.RulesConfig{}) }()
 	}
 	if e.envs, err = openEnvironments(ctx, cfg, e.log, e.metrics, o.private); err != nil {
 		_ = e.ledger.Close()

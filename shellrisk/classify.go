@@ -33,7 +33,7 @@ type Classifier struct {
 // part of a cold `airlock exec`'s own work, and the runtime asks for it twice (checking the
 // config, then building the gate). A Classifier is never changed once built.
 func NewClassifier(extra RulesConfig) (*Classifier, error) {
-	if reflect.ValueOf(extra).IsZero() {
+	if extra.IsZero() {
 		return defaultClassifier()
 	}
 	return buildClassifier(extra)
@@ -51,6 +51,9 @@ func buildClassifier(extra RulesConfig) (*Classifier, error) {
 	}
 	return &Classifier{rules: rs}, nil
 }
+
+// IsZero reports whether rc adds nothing to the embedded rules.
+func (rc RulesConfig) IsZero() bool { return reflect.ValueOf(rc).IsZero() }
 
 var defaultClassifier = sync.OnceValues(func() (*Classifier, error) {
 	return buildClassifier(RulesConfig{})
