@@ -376,8 +376,8 @@ func hashFile(name, p string) (File, error) {
 // which cannot serve as the helper.
 var ErrTestBinary = errors.New("the running executable is a test binary; set agent_binary")
 
-// Executable returns the configured helper binary, or the running executable when none is
-// configured.
+// Executable returns the configured helper binary; when none is configured, the
+// airlock-helper beside the running executable ([Sibling]), or the running executable.
 func Executable(configured string) (string, error) {
 	if configured != "" {
 		return configured, nil
@@ -388,6 +388,9 @@ func Executable(configured string) (string, error) {
 	}
 	if strings.HasSuffix(exe, ".test") {
 		return "", ErrTestBinary
+	}
+	if p, _ := Sibling(); p != "" {
+		return p, nil
 	}
 	return exe, nil
 }

@@ -256,7 +256,13 @@ func StartHelper(ctx context.Context, spec HelperSpec, log hclog.Logger) (*Helpe
 			env = append(env, v+"="+s)
 		}
 	}
-	h.cmd = &exec.Cmd{Path: "/proc/self/exe", Args: []string{arg0Setup}, Env: env, Dir: "/",
+	// The airlock-helper beside airlock when it is of the same source: it starts in a few
+	// milliseconds, where airlock itself initialises every backend's client library first.
+	self := "/proc/self/exe"
+	if p, _ := Sibling(); p != "" {
+		self = p
+	}
+	h.cmd = &exec.Cmd{Path: self, Args: []string{arg0Setup}, Env: env, Dir: "/",
 		Stdin: inR, Stdout: outW, Stderr: h.stderr, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	if spec.Namespace != nil {
 		h.cmd.SysProcAttr = spec.Namespace.SysProcAttr()

@@ -11,6 +11,8 @@ type hello struct {
 	Version int    `json:"version"`
 	Role    string `json:"role"` // "client" or "server"
 	PID     int    `json:"pid,omitempty"`
+	// Source (server only) is the helper's SourceFingerprint.
+	Source string `json:"source,omitempty"`
 	// SandboxEnforced and SandboxNotes (server only) say whether commands run under the
 	// kernel sandbox and what it enforces.
 	SandboxEnforced bool     `json:"sandbox_enforced,omitempty"`

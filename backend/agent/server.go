@@ -59,7 +59,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 	s := &server{opts: opts, w: w, procs: map[uint32]*proc{}, owners: sockowner.New()}
 	s.tunnels = newTunnelSet(s.send)
 	enforced, notes := sandboxHello(opts)
-	if err := s.send(frameHello, 0, mustJSON(hello{Version: ProtocolVersion, Role: "server", PID: os.Getpid(), SandboxEnforced: enforced, SandboxNotes: notes})); err != nil {
+	if err := s.send(frameHello, 0, mustJSON(hello{Version: ProtocolVersion, Role: "server", PID: os.Getpid(), Source: strings.TrimPrefix(sourceRecorded, sourceMarker), SandboxEnforced: enforced, SandboxNotes: notes})); err != nil {
 		return fmt.Errorf("agent: send hello: %w", err)
 	}
 	// Frames are read and dispatched on one goroutine (handle never blocks on a command):

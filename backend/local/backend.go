@@ -323,6 +323,9 @@ func (e *Env) notes() []string {
 	if e.isolation == isolationNamespaces && e.noNetwork() {
 		n = append(n, "the helper and its commands are in a network namespace of their own: no network ([network] mode = \"none\")")
 	}
+	if s := agent.SiblingNote(); s != "" && e.helper != nil {
+		n = append(n, s)
+	}
 	return n
 }
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 )
 
-// Main builds ./cmd/airlock into a temporary directory named after prefix, sets *bin to
-// the binary, calls setup with that directory (nil for none: the integration tests point
+// Main builds ./cmd/airlock and ./cmd/airlock-helper into a temporary directory named after
+// prefix, sets *bin to the airlock binary, calls setup with that directory (nil for none: the integration tests point
 // XDG_STATE_HOME there), runs the tests and removes the directory. env is added to the
 // build's environment (CGO_ENABLED=0 for a static binary). It does not return.
 func Main(m *testing.M, prefix string, bin *string, setup func(dir string) error, env ...string) {
@@ -28,11 +28,18 @@ func Main(m *testing.M, prefix string, bin *string, setup func(dir string) error
 			os.Exit(2)
 		}
 	}
-	build := exec.Command("go", "build", "-o", *bin, "github.com/airlock-dev/airlock/cmd/airlock")
-	build.Env = append(os.Environ(), env...)
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build airlock: %v\n%s", err, out)
-		os.Exit(2)
+	// airlock-helper beside it, as the README's install puts it: the tests run the helper a
+	// user gets (airlock takes it when it is of the same source, backend/agent.Sibling).
+	for _, b := range []struct{ out, pkg string }{
+		{*bin, "github.com/airlock-dev/airlock/cmd/airlock"},
+		{filepath.Join(dir, "airlock-helper"), "github.com/airlock-dev/airlock/cmd/airlock-helper"},
+	} {
+		build := exec.Command("go", "build", "-o", b.out, b.pkg)
+		build.Env = append(os.Environ(), env...)
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", b.pkg, err, out)
+			os.Exit(2)
+		}
 	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)

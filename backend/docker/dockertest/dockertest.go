@@ -83,7 +83,8 @@ var agentBuild struct {
 	out  []byte
 }
 
-// AgentBinary returns a static airlock binary, built once per test process, or the one
+// AgentBinary returns a static helper binary (cmd/airlock-helper, the helper a user's airlock
+// takes from beside itself), built once per test process, or the one
 // AIRLOCK_TEST_AGENT_BINARY names (for when the working tree does not build).
 func AgentBinary(t testing.TB) string {
 	t.Helper()
@@ -97,13 +98,13 @@ func AgentBinary(t testing.TB) string {
 			return
 		}
 		p := filepath.Join(dir, "airlock")
-		cmd := exec.Command("go", "build", "-o", p, "github.com/airlock-dev/airlock/cmd/airlock")
+		cmd := exec.Command("go", "build", "-o", p, "github.com/airlock-dev/airlock/cmd/airlock-helper")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		agentBuild.out, agentBuild.err = cmd.CombinedOutput()
 		agentBuild.path = p
 	})
 	if agentBuild.err != nil {
-		t.Fatalf("build static airlock: %v\n%s", agentBuild.err, agentBuild.out)
+		t.Fatalf("build static airlock-helper: %v\n%s", agentBuild.err, agentBuild.out)
 	}
 	return agentBuild.path
 }
