@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "a5156b56cb9e85932ea504b76f44c7b155e9e3b4140c45ca8320f9363391aa95"
+const SourceFingerprint = "abe7692374f1fe8e796d824b37164fc7a99dcc294636102bb1322ab8e4c2ede6"

@@ -186,6 +186,8 @@ func helperSandbox(spec HelperSpec) (*sandbox.Sandbox, error) {
 		p.ReadRoots, p.SystemRead, p.Protected = []string{"/"}, []string{}, nil
 		// The helper has an IPC namespace of its own: SysV IPC reaches only this session.
 		p.PrivateIPC = true
+		// Everything but the write roots is mounted read-only: metadata changes there fail.
+		p.HostReadOnly = true
 	}
 	var opts []sandbox.Option
 	if spec.MaxABI != 0 {

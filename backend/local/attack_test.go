@@ -299,6 +299,20 @@ func TestFallbackSaysWhatIsMissing(t *testing.T) {
 	if !env.Describe().Capabilities.KernelSandbox {
 		t.Error("Landlock + seccomp not enforced in the fallback")
 	}
+	const metadata = "not enforced in this mode: chmod, utime and user xattrs"
+	if !strings.Contains(notes, metadata) {
+		t.Errorf("the fallback does not say metadata outside the roots is left open:\n%s", notes)
+	}
+	// In namespace mode the read-only mounts refuse it, and the notes must not say otherwise.
+	requireNamespaces(t)
+	ns, err := local.New(local.Config{Workspace: t.TempDir(), Sandbox: local.SandboxConfig{Mode: sandbox.ModeNamespaces}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close(context.Background())
+	if nsNotes := strings.Join(ns.Describe().Notes, "\n"); strings.Contains(nsNotes, metadata) {
+		t.Errorf("namespace mode says metadata is not enforced, which its read-only mounts do:\n%s", nsNotes)
+	}
 	_, err = local.New(local.Config{Workspace: t.TempDir(), Sandbox: local.SandboxConfig{Mode: sandbox.ModeNamespaces}}, local.WithoutNamespaces(why))
 	if err == nil || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), `sandbox = "auto"`) {
 		t.Fatalf("mode namespaces without them: %v", err)

@@ -66,6 +66,10 @@ type Policy struct {
 	// own, and the filter leaves them alone. Otherwise they are refused: their objects are
 	// named by numbers and names every process of the same user can use.
 	PrivateIPC bool
+	// HostReadOnly says the namespace sandbox mounts everything outside the write roots
+	// read-only: chmod, utime and xattrs there fail (EROFS) although Landlock does not
+	// govern them, and the notes do not list them as left open.
+	HostReadOnly bool
 }
 
 // Network is the TCP access a sandbox grants. The zero value allows no TCP connect or bind

@@ -363,6 +363,9 @@ func secondWallNotes(p Policy) []string {
 	if !p.PrivateIPC {
 		notes = append(notes, "sandbox: SysV IPC and POSIX message queues refused (commands have no IPC namespace of their own in this mode)")
 	}
+	if p.HostReadOnly {
+		return notes
+	}
 	owner := "the user's own files"
 	if os.Geteuid() == 0 {
 		owner = "the user's own files (Airlock runs as root: every root-owned file)"
