@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "abe7692374f1fe8e796d824b37164fc7a99dcc294636102bb1322ab8e4c2ede6"
+const SourceFingerprint = "534763c8a29eabef8f661f646114ea7fadfc4861f663729b487afd515bfca4a9"

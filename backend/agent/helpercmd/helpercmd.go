@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,17 +114,28 @@ const threads = 16
 // later use. The helper shares its container's pids limit with the commands it runs: once a
 // fork bomb has taken every PID, a runtime that needs one more thread dies ("failed to create
 // new OS thread"), and with it every later call. Threads made up front are never given back.
+//
+// Each of n goroutines locks itself to a thread and waits until all n hold one, so the
+// runtime must make n threads at once; unlocked, they return to the runtime's idle list.
+// (Sleeping 20 ms in a system call did the same by making the runtime hand each sleeper's
+// scheduling slot to a new thread, and cost 20 ms of every helper start.)
 func prewarmThreads(n int) {
-	var wg sync.WaitGroup
+	var held, done sync.WaitGroup
+	release := make(chan struct{})
+	held.Add(n)
+	done.Add(n)
 	for i := 0; i < n; i++ {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			ts := unix.Timespec{Nsec: 20e6}
-			_ = unix.Nanosleep(&ts, nil) // a blocking syscall: the runtime hands its P to a new thread
+			defer done.Done()
+			runtime.LockOSThread()
+			held.Done()
+			<-release
+			runtime.UnlockOSThread()
 		}()
 	}
-	wg.Wait()
+	held.Wait()
+	close(release)
+	done.Wait()
 }
 
 // sandboxFlags registers the helper's sandbox flags; the function it returns builds the
