@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "534763c8a29eabef8f661f646114ea7fadfc4861f663729b487afd515bfca4a9"
+const SourceFingerprint = "2415baa14252fe8d6ec1a5025f531911797075a7e896108a714a13ec056fd90c"

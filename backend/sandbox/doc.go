@@ -40,6 +40,10 @@
 // [Sandbox.Hold] runs only a command's start there and keeps the worker held for the command
 // until it has ended, so that the caller waits for it on its own goroutine (a goroutine
 // locked to a thread pays a hand-over of the thread each time it blocks and wakes).
+// [Sandbox.Go] instead gives the worker a whole job that the caller does not wait for — the
+// helper's "start, wait in one poll(2), answer" — which costs one hand-over where Hold costs
+// two; what must not run in the command's domain (killing another command's escapees) the
+// job hands on itself (procgroup.Spec.Restricted).
 //
 // [procgroup]: github.com/airlock-dev/airlock/backend/procgroup
 package sandbox

@@ -191,7 +191,11 @@ func (s *Sandbox) newGeneration() (*generation, error) {
 // current returns the generation commands start in now, making a new one when a stamped
 // directory changed. An error making it is returned: nothing runs on stale grants' behalf
 // with weaker rules, and nothing runs unrestricted.
-func (s *Sandbox) current() (*generation, error) {
+func (s *Sandbox) current() (*generation, error) { return s.currentOr(true) }
+
+// currentOr is current; without rebuild, a changed stamp gives nil and no error rather
+// than a new generation (planning one walks the filesystem).
+func (s *Sandbox) currentOr(rebuild bool) (*generation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -200,6 +204,9 @@ func (s *Sandbox) current() (*generation, error) {
 	g := s.gen
 	for _, st := range g.stamps {
 		if !st.current() {
+			if !rebuild {
+				return nil, nil
+			}
 			ng, err := s.newGeneration()
 			if err != nil {
 				return nil, err
@@ -381,6 +388,70 @@ func (s *Sandbox) Hold(fn func() error) (release func(), err error) {
 	}
 }
 
+// Go is Do for a caller that does not wait for fn: it returns as soon as a restricted worker
+// has taken fn, and that worker takes no other job until fn has returned. A caller that
+// starts a command in fn and waits for it there, then answers for it, hands the command to
+// another thread once rather than twice (there and back), and the thread that waits for the
+// command is the one its exit wakes. fn gets nil on the restricted thread; when the thread
+// could not be restricted, fn is called with why on a goroutine of its own instead, and must
+// start nothing. Unenforced, fn runs on a new goroutine with nil.
+//
+// With idleOnly, Go takes only a worker already waiting for a job, so that it never waits
+// for one to be made (a few hundred microseconds), nor for a new generation to be planned
+// when a stamp changed: then it reports false and does nothing. An error making the current
+// generation is returned, and fn is not called.
+func (s *Sandbox) Go(fn func(restricted error), idleOnly bool) (bool, error) {
+	if !s.Enforced() {
+		go fn(nil)
+		return true, nil
+	}
+	j := job{async: fn}
+	for {
+		g, err := s.currentOr(!idleOnly)
+		if err != nil || g == nil {
+			return false, err
+		}
+		var w *worker
+		if idleOnly {
+			w = g.takeIdle()
+			if w == nil {
+				return false, nil
+			}
+			select {
+			case w.jobs <- j:
+				return true, nil
+			default:
+				// Not yet at its job channel (still restricting its thread): left to it.
+				g.put(w)
+				return false, nil
+			}
+		}
+		if w = g.take(); w == nil {
+			continue // retired since current returned: the next call gives the new one
+		}
+		select {
+		case w.jobs <- j:
+			return true, nil
+		case <-g.retired:
+		}
+	}
+}
+
+// takeIdle returns an idle worker, or nil when none is (or the generation is retired).
+func (g *generation) takeIdle() *worker {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done || !g.started {
+		return nil
+	}
+	if n := len(g.idle); n > 0 {
+		w := g.idle[n-1]
+		g.idle = g.idle[:n-1]
+		return w
+	}
+	return nil
+}
+
 // take returns an idle worker, or a new one (kept afterwards like the others) when every
 // worker is busy or held; nil once the generation is retired.
 func (g *generation) take() *worker {
@@ -423,9 +494,12 @@ func (g *generation) spawnLocked() *worker {
 // spareThreads is how many restricted threads are made before the first command.
 const spareThreads = 2
 
+// job is one call's function: fn with done for Do and Hold, which wait for its result; async
+// for Go, which does not.
 type job struct {
-	fn   func() error
-	done chan result
+	fn    func() error
+	done  chan result
+	async func(restricted error)
 }
 
 // result is a job's outcome; ran is false when the worker could not restrict its thread
@@ -463,11 +537,21 @@ func (g *generation) worker(w *worker) {
 		case <-g.retired:
 			return
 		}
-		if err != nil {
+		switch {
+		case err != nil && j.async != nil:
+			go j.async(err)
+			return
+		case err != nil:
 			j.done <- result{err: err}
 			return
+		case j.async != nil:
+			// Not recovered as Do's are: a panic ends the process, as it would on a goroutine
+			// of its own, rather than leave what fn was doing half done.
+			j.async(nil)
+			g.put(w)
+		default:
+			j.done <- result{err: runJob(j.fn), ran: true}
 		}
-		j.done <- result{err: runJob(j.fn), ran: true}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-dev/airlock/backend/sandbox"
 )
@@ -295,4 +296,63 @@ func TestHeldWorkerStartsNothingElse(t *testing.T) {
 	_ = held.Wait()
 	release()
 	release() // a second call is a no-op
+}
+
+// TestGoRunsRestrictedAndHoldsItsWorker: a function given to Go runs on a restricted thread
+// (it cannot read outside the roots), Go returns while it still runs, and its worker starts
+// nothing else until it has returned: a command started meanwhile comes from another worker
+// and cannot signal the one it started. With idleOnly, Go takes a waiting worker once the
+// sandbox has some.
+func TestGoRunsRestrictedAndHoldsItsWorker(t *testing.T) {
+	f := newFixture(t, sandbox.Network{})
+	if _, err := f.sh(t, "true"); err != nil { // the first call makes the workers
+		t.Fatal(err)
+	}
+	type started struct {
+		pid     int
+		readErr error
+		err     error
+	}
+	ready := make(chan started, 1)
+	stop, done := make(chan struct{}), make(chan struct{})
+	run := func(restricted error) {
+		defer close(done)
+		if restricted != nil {
+			ready <- started{err: restricted}
+			return
+		}
+		_, readErr := os.ReadFile(filepath.Join(f.outside, "x"))
+		held := exec.Command("/bin/sleep", "30")
+		if err := held.Start(); err != nil {
+			ready <- started{err: err}
+			return
+		}
+		ready <- started{pid: held.Process.Pid, readErr: readErr}
+		<-stop
+		_ = held.Process.Kill()
+		_ = held.Wait()
+	}
+	var ok bool
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); !ok && err == nil && time.Now().Before(deadline); {
+		if ok, err = f.sb.Go(run, true); !ok && err == nil {
+			time.Sleep(10 * time.Millisecond) // the workers are still restricting their threads
+		}
+	}
+	if !ok || err != nil {
+		t.Fatalf("no idle worker took the function: %v", err)
+	}
+	s := <-ready
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	defer func() { close(stop); <-done }()
+	if s.readErr == nil {
+		t.Error("the function read a file outside the roots: it did not run restricted")
+	}
+	for i := 0; i < 3; i++ { // whichever idle worker comes next
+		if out, err := f.sh(t, fmt.Sprintf("kill -0 %d", s.pid)); err == nil {
+			t.Fatalf("a command signalled the command a held worker started: %s", out)
+		}
+	}
 }
