@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "2415baa14252fe8d6ec1a5025f531911797075a7e896108a714a13ec056fd90c"
+const SourceFingerprint = "c5069e0c29e34f6999292a4372d69ed1696f3e332510508168bd16ebd2d3aa1b"

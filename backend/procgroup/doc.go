@@ -6,7 +6,9 @@
 // that escaped the group cannot hold the caller forever. What escapes the group (a child
 // that calls setsid) is killed by the sweep where this process is a subreaper (see
 // [EnableSubreaper]; the airlock CLI and the resident helper are), and by the PID
-// namespace's end where the command runs in one.
+// namespace's end where the command runs in one. A Wait on a thread in the command's own
+// Landlock domain (Spec.Restricted) only looks for escapees there and has them killed from
+// another goroutine, since from that domain it could signal only its own command.
 //
 // Both places where Airlock starts processes itself use it: the local backend on the host,
 // and the resident helper (airlock agent) inside a container or on an SSH host. It is a

@@ -48,6 +48,11 @@ type Spec struct {
 	// Isolate, when set, adds to the process's attributes (namespaces to clone); Setsid
 	// stays on, and no controlling terminal is taken.
 	Isolate func(*syscall.SysProcAttr)
+	// Restricted says that Start and Wait run on a thread that may signal only the
+	// command's own processes (a kernel sandbox's restricted thread, whose Landlock domain
+	// the command inherits). The sweep after the command, whose escapees may be another
+	// command's, then runs on another thread — only when it finds something to kill.
+	Restricted bool
 }
 
 // Outcome is how a run ended.
@@ -82,6 +87,8 @@ type Process struct {
 	timeout   time.Duration
 	grace     time.Duration
 	untrack   func() // Spec.Track's, called once the leader exited, before it is reaped
+	// restricted is Spec.Restricted.
+	restricted bool
 }
 
 // Start starts the command in its own session and process group, with only its standard
@@ -128,7 +135,7 @@ func Start(s Spec) (*Process, error) {
 	outW, errW := w[0], w[1]
 	cmd.Stdout, cmd.Stderr = outW, errW
 
-	p := &Process{cmd: cmd, streams: streams, start: time.Now(), timeout: s.Timeout, grace: grace}
+	p := &Process{cmd: cmd, streams: streams, start: time.Now(), timeout: s.Timeout, grace: grace, restricted: s.Restricted}
 	// Start and registration happen under the lock a sweep takes, so that no sweep sees a
 	// new leader before it is known as one.
 	leadersMu.Lock()
@@ -182,7 +189,11 @@ func (p *Process) Wait(ctx context.Context) Outcome {
 	leadersMu.Unlock()
 	// So does what escaped the group, where this process is a subreaper.
 	if subreaper.Load() {
-		Sweep()
+		if p.restricted {
+			sweepElsewhere()
+		} else {
+			Sweep()
+		}
 	}
 	// The pipes end when the last process holding them has: at once, unless one escaped.
 	p.drainUntil(time.Now().Add(PipeDrain))

@@ -2,6 +2,8 @@ package procgroup
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -37,6 +39,11 @@ func EnableSubreaper() error {
 	if subreaper.Swap(true) {
 		return nil
 	}
+	// Opened now, from whatever thread enables the subreaper: a sweep that only looks
+	// (sweepElsewhere) may run on a restricted thread that could not open it.
+	leadersMu.Lock()
+	_, _ = children()
+	leadersMu.Unlock()
 	// Orphans that exit become our zombies, and a zombie holds its PID: under a pids limit
 	// (a fork bomb in a container) they would starve this process of threads. Reap them as
 	// they die, as an init would.
@@ -55,7 +62,8 @@ func EnableSubreaper() error {
 func reapZombies() {
 	leadersMu.Lock()
 	defer leadersMu.Unlock()
-	for _, pid := range children() {
+	pids, _ := children()
+	for _, pid := range pids {
 		if !leaders[pid] {
 			var ws syscall.WaitStatus
 			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
@@ -80,7 +88,8 @@ func Sweep() int {
 	}
 	for round, empty := 0, 0; round < 16 && empty < confirm; round++ {
 		found := 0
-		for _, pid := range children() {
+		pids, _ := children()
+		for _, pid := range pids {
 			if leaders[pid] {
 				continue
 			}
@@ -98,6 +107,50 @@ func Sweep() int {
 		killed += found
 	}
 	return killed
+}
+
+// sweepElsewhere is Sweep for a caller on a restricted thread (Spec.Restricted): it looks
+// for escapees as Sweep does, through the children file EnableSubreaper opened, and only
+// when it finds one (or cannot look) has Sweep run on another goroutine, which is never on a
+// restricted thread, and waits for it. Nearly every command leaves nothing behind, and is
+// then answered without waking another thread.
+func sweepElsewhere() {
+	if !escapees() {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Sweep()
+	}()
+	<-done
+}
+
+// escapees reports whether a child of this process that is not a running command's leader
+// is there, or whether it cannot tell: reading the same children file as often as Sweep does
+// before it concludes there is none.
+func escapees() bool {
+	leadersMu.Lock()
+	defer leadersMu.Unlock()
+	if mainChildrenFile == nil {
+		return true // never opened: the fallback would open files from this thread
+	}
+	rounds := 1
+	if len(leaders) > 0 {
+		rounds = 2
+	}
+	for range rounds {
+		pids, ok := children()
+		if !ok {
+			return true
+		}
+		for _, pid := range pids {
+			if !leaders[pid] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // childrenFiles is whether /proc/PID/task/TID/children exists (Linux 3.5 and later with
@@ -118,36 +171,42 @@ var childrenFiles = sync.OnceValue(func() bool {
 // The file is opened once and read again from offset 0 each time (a read at offset 0
 // restarts a seq_file's walk, so every read is current): opening a /proc path costs as much
 // as reading it. Callers hold leadersMu, which guards the file and its buffer.
-func children() []int {
+//
+// ok is false when the file could be read only in part (or not at all): the list may then
+// miss some.
+func children() (pids []int, ok bool) {
 	if !childrenFiles() {
-		return scanChildren(os.Getpid())
+		return scanChildren(os.Getpid()), true
 	}
 	if mainChildrenFile == nil {
 		f, err := os.Open("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children")
 		if err != nil {
-			return scanChildren(os.Getpid())
+			return scanChildren(os.Getpid()), true
 		}
 		mainChildrenFile = f
 	}
 	data := mainChildrenBuf[:0]
+	ok = true
 	for {
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
 		}
 		n, err := mainChildrenFile.ReadAt(data[len(data):cap(data)], int64(len(data)))
 		data = data[:len(data)+n]
+		if err != nil && !errors.Is(err, io.EOF) {
+			ok = false
+		}
 		if err != nil || n == 0 {
 			break
 		}
 	}
 	mainChildrenBuf = data
-	var out []int
 	for _, field := range bytes.Fields(data) {
 		if pid, err := strconv.Atoi(string(field)); err == nil {
-			out = append(out, pid)
+			pids = append(pids, pid)
 		}
 	}
-	return out
+	return pids, ok
 }
 
 // mainChildrenFile is the main thread's children file, opened by the first read, and
