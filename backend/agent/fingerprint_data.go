@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "c5069e0c29e34f6999292a4372d69ed1696f3e332510508168bd16ebd2d3aa1b"
+const SourceFingerprint = "97464cc16ebb763f5db9d305674efc47c69e5dcbd9672637096ff9a81861fafa"

@@ -14,10 +14,19 @@ import (
 // itself stays unconfined. The helper tells the client in its hello what is enforced.
 
 // startCommand runs spec under the helper's sandbox, with TMPDIR set to its private temp
-// directory.
-func (s *server) startCommand(ctx context.Context, spec procgroup.Spec) (procgroup.Outcome, error) {
+// directory. onWorker says that this goroutine is a restricted thread of the sandbox's
+// (server.start): the command is started and waited for right here.
+func (s *server) startCommand(ctx context.Context, spec procgroup.Spec, onWorker bool) (procgroup.Outcome, error) {
 	if s.opts.TempDir != "" {
 		spec.Env = sandbox.ScratchEnv(spec.Env, s.opts.TempDir, s.opts.Sandbox.Enforced())
+	}
+	if onWorker {
+		spec.Restricted = true
+		proc, err := procgroup.Start(spec)
+		if err != nil {
+			return procgroup.Outcome{}, err
+		}
+		return proc.Wait(ctx), nil
 	}
 	if s.opts.Spawner != nil {
 		proc, err := s.opts.Spawner.start(spec)

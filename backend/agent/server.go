@@ -181,7 +181,7 @@ func (s *server) handle(f frame) error {
 		s.mu.Lock()
 		s.procs[f.id] = p
 		s.mu.Unlock()
-		go s.run(p, m)
+		s.start(p, m)
 	case frameStdin:
 		if p != nil {
 			p.in.push(f.payload)
@@ -243,11 +243,40 @@ func (s *server) stopAll() {
 	s.tunnels.closeAll()
 }
 
-func (s *server) run(p *proc, m startMsg) {
-	defer s.wg.Done()
+// start runs a request without waiting for it: on a restricted thread of the sandbox's that
+// is waiting for a job, where one is and the request needs nothing the restricted thread
+// cannot do (see onWorker), else on a goroutine of its own.
+func (s *server) start(p *proc, m startMsg) {
 	if s.opts.TouchFile != "" {
 		touch(s.opts.TouchFile)
 	}
+	if s.onWorker(m) {
+		// A worker that could not restrict its thread hands the request back: it then takes
+		// the ordinary road, which reports that.
+		run := func(restricted error) { s.run(p, m, restricted == nil) }
+		if ok, _ := s.opts.Sandbox.Go(run, true); ok {
+			return
+		}
+	}
+	go s.run(p, m, false)
+}
+
+// onWorker reports whether the request can be run whole on a restricted thread of the
+// sandbox, the thread its command is started from: prepared there (the directory's
+// symlinks resolved, the program looked up: stat and readlink, which Landlock does not
+// govern), started, waited for, and answered. A command then costs one hand-over to another
+// thread rather than three (to a goroutine, to the restricted thread, back), and the thread
+// its exit wakes is the one that answers. An egress relay listens and dials, which the
+// restricted thread must not be able to, so a request with one takes the ordinary road; a
+// helper that starts commands as another user (Spawner) has no sandbox.
+func (s *server) onWorker(m startMsg) bool {
+	return s.opts.Sandbox.Enforced() && s.opts.Spawner == nil && m.EgressSocket == "" && !m.EgressTunnel
+}
+
+// run runs a request and answers it; onWorker says that it runs on a restricted thread of
+// the sandbox (see start).
+func (s *server) run(p *proc, m startMsg, onWorker bool) {
+	defer s.wg.Done()
 	out := backend.NewCappedBuffer(m.MaxOutputBytes)
 	errb := backend.NewCappedBuffer(m.MaxOutputBytes)
 	var stdout, stderr io.Writer = out, errb
@@ -255,24 +284,56 @@ func (s *server) run(p *proc, m startMsg) {
 		stdout = io.MultiWriter(out, &liveWriter{s: s, id: p.id, typ: frameLiveStdout})
 		stderr = io.MultiWriter(errb, &liveWriter{s: s, id: p.id, typ: frameLiveStderr})
 	}
-	res := s.execute(p, m, stdout, stderr)
+	res := s.execute(p, m, stdout, stderr, onWorker)
 	// The request is forgotten before its exit is sent, so that a client reusing the ID after
 	// the exit can never reach this process.
 	s.mu.Lock()
 	delete(s.procs, p.id)
 	s.mu.Unlock()
 	p.in.close()
+	var stdoutB, stderrB []byte
 	if res.Error == "" {
 		res.StdoutBytes, res.StderrBytes = out.Total(), errb.Total()
 		res.Truncated = out.Truncated() || errb.Truncated()
-		if err := s.sendChunks(frameStdout, p.id, out.Bytes()); err != nil {
-			return
+		stdoutB, stderrB = out.Bytes(), errb.Bytes()
+	}
+	_ = s.answer(p.id, stdoutB, stderrB, mustJSON(res))
+}
+
+// answer sends a request's output in frames of up to outputChunk bytes, then its exit. The
+// frames are written together as long as they fit in outputChunk, so a command with little
+// output is answered with one write, which the client reads at once; more is written a chunk
+// at a time, so that other requests' frames are not held up behind it.
+func (s *server) answer(id uint32, stdout, stderr, exit []byte) error {
+	batch := make([]frame, 0, 3)
+	size := 0
+	add := func(f frame) error {
+		if size > 0 && size+len(f.payload) > outputChunk {
+			if err := s.sendFrames(batch...); err != nil {
+				return err
+			}
+			batch, size = batch[:0], 0
 		}
-		if err := s.sendChunks(frameStderr, p.id, errb.Bytes()); err != nil {
-			return
+		batch = append(batch, f)
+		size += len(f.payload)
+		return nil
+	}
+	for _, o := range []struct {
+		t    frameType
+		data []byte
+	}{{frameStdout, stdout}, {frameStderr, stderr}} {
+		for data := o.data; len(data) > 0; {
+			n := min(len(data), outputChunk)
+			if err := add(frame{typ: o.t, id: id, payload: data[:n]}); err != nil {
+				return err
+			}
+			data = data[n:]
 		}
 	}
-	_ = s.send(frameExit, p.id, mustJSON(res))
+	if err := add(frame{typ: frameExit, id: id, payload: exit}); err != nil {
+		return err
+	}
+	return s.sendFrames(batch...)
 }
 
 // liveWriter sends what a command writes as live frames, as it is read from the command's
@@ -305,7 +366,7 @@ func (s *server) sendChunks(t frameType, id uint32, data []byte) error {
 }
 
 // execute runs one command in its own process group and returns how it ended.
-func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer) exitMsg {
+func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer, onWorker bool) exitMsg {
 	fail := func(kind, format string, args ...any) exitMsg {
 		return exitMsg{ExitCode: -1, ErrorKind: kind, Error: fmt.Sprintf(format, args...)}
 	}
@@ -376,7 +437,7 @@ func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer) exitMsg 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p.onCancel(cancel)
-	out, err := s.startCommand(ctx, spec)
+	out, err := s.startCommand(ctx, spec, onWorker)
 	if err != nil {
 		if stdinW != nil {
 			_ = stdinW.Close()

@@ -219,6 +219,43 @@ while [ ! -s beat ]; do sleep 0.01; done; sleep 30`,
 	}
 }
 
+// TestSetsidChildDiesWhenTheCommandEnds: a process that left its command's group and
+// session (setsid) is killed and reaped before the command's result comes back, in both
+// sandbox modes. The helper runs each command on a restricted thread, which may signal only
+// the command's own processes; the sweep of escapees runs elsewhere (procgroup.Spec.Restricted).
+func TestSetsidChildDiesWhenTheCommandEnds(t *testing.T) {
+	inEachSandboxMode(t, func(t *testing.T, env *local.Env) {
+		// A first command lets the sandbox make its restricted threads, so that the
+		// second runs whole on one of them, as commands of a session do.
+		sh(t, env, "true", nil)
+		res := sh(t, env, `setsid sh -c 'echo $$ > escapee.pid; exec sleep 30' </dev/null >/dev/null 2>&1 &
+while [ ! -s escapee.pid ]; do sleep 0.01; done; echo started`, nil)
+		if res.ExitCode != 0 || string(res.Stdout) != "started\n" {
+			t.Fatalf("the command did not start its escapee: %+v", res)
+		}
+		// Seen from the helper's side (its PID namespace, where there is one).
+		res = sh(t, env, `test -d /proc/$(cat escapee.pid) && echo alive || echo gone`, nil)
+		if got := strings.TrimSpace(string(res.Stdout)); got != "gone" {
+			t.Fatalf("the setsid child outlived its command: %q (stderr %q)", got, res.Stderr)
+		}
+	})
+}
+
+// inEachSandboxMode runs f on a new environment in namespace mode and in Landlock mode, as
+// subtests, each where the machine has it.
+func inEachSandboxMode(t *testing.T, f func(t *testing.T, env *local.Env)) {
+	for _, mode := range []sandbox.Mode{sandbox.ModeNamespaces, sandbox.ModeLandlock} {
+		t.Run(string(mode), func(t *testing.T) {
+			if mode == sandbox.ModeNamespaces {
+				requireNamespaces(t)
+			} else {
+				requireLandlock(t)
+			}
+			f(t, newEnvMode(mode)(t).(*local.Env))
+		})
+	}
+}
+
 // TestNoTerminal: commands have no /dev/tty to push input into the person's shell with.
 func TestNoTerminal(t *testing.T) {
 	env := newEnv(t)
@@ -232,46 +269,38 @@ func TestNoTerminal(t *testing.T) {
 // capability in any set, even when Airlock runs as root, and each has no_new_privs (the
 // helper drops them on all its threads at once, without a second exec).
 func TestHelperHoldsNoCapabilities(t *testing.T) {
-	for _, mode := range []sandbox.Mode{sandbox.ModeNamespaces, sandbox.ModeLandlock} {
-		t.Run(string(mode), func(t *testing.T) {
-			if mode == sandbox.ModeNamespaces {
-				requireNamespaces(t)
-			} else {
-				requireLandlock(t)
-			}
-			env := newEnvMode(mode)(t).(*local.Env)
-			// A command first, so that the helper has made the threads it serves with.
-			sh(t, env, "true", nil)
-			tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", env.HelperPID()))
+	inEachSandboxMode(t, func(t *testing.T, env *local.Env) {
+		// A command first, so that the helper has made the threads it serves with.
+		sh(t, env, "true", nil)
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", env.HelperPID()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tasks) < 2 {
+			t.Fatalf("helper has %d threads; the test means to check several", len(tasks))
+		}
+		for _, task := range tasks {
+			status, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", env.HelperPID(), task.Name()))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(tasks) < 2 {
-				t.Fatalf("helper has %d threads; the test means to check several", len(tasks))
-			}
-			for _, task := range tasks {
-				status, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", env.HelperPID(), task.Name()))
-				if err != nil {
-					t.Fatal(err)
-				}
-				caps := 0
-				for _, line := range strings.Split(string(status), "\n") {
-					if strings.HasPrefix(line, "Cap") {
-						caps++
-						if !strings.HasSuffix(line, "0000000000000000") {
-							t.Errorf("helper thread %s: %s", task.Name(), line)
-						}
-					}
-					if strings.HasPrefix(line, "NoNewPrivs:") && !strings.HasSuffix(line, "1") {
+			caps := 0
+			for _, line := range strings.Split(string(status), "\n") {
+				if strings.HasPrefix(line, "Cap") {
+					caps++
+					if !strings.HasSuffix(line, "0000000000000000") {
 						t.Errorf("helper thread %s: %s", task.Name(), line)
 					}
 				}
-				if caps != 5 {
-					t.Errorf("helper thread %s: %d Cap lines in its status, want 5", task.Name(), caps)
+				if strings.HasPrefix(line, "NoNewPrivs:") && !strings.HasSuffix(line, "1") {
+					t.Errorf("helper thread %s: %s", task.Name(), line)
 				}
 			}
-		})
-	}
+			if caps != 5 {
+				t.Errorf("helper thread %s: %d Cap lines in its status, want 5", task.Name(), caps)
+			}
+		}
+	})
 }
 
 // TestFallbackSaysWhatIsMissing: where the helper cannot have namespaces, mode auto runs it
