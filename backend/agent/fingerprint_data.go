@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "97464cc16ebb763f5db9d305674efc47c69e5dcbd9672637096ff9a81861fafa"
+const SourceFingerprint = "b47f7f2cccd68a29fdac5feac710950a571e904803605cdeb78fbb6a0af04f86"

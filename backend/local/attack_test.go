@@ -347,3 +347,34 @@ func TestFallbackSaysWhatIsMissing(t *testing.T) {
 		t.Fatalf("mode namespaces without them: %v", err)
 	}
 }
+
+// A shell configured under a directory the namespace sandbox makes empty (/tmp here) stays
+// reachable: its directory is brought back, read-only. A shell elsewhere (/bin/sh) needs
+// nothing brought back, and its directory is not scanned.
+func TestShellUnderACover(t *testing.T) {
+	requireNamespaces(t)
+	dir := t.TempDir()
+	if !sandbox.Covered(dir) {
+		t.Skipf("%s is under no cover", dir)
+	}
+	data, err := os.ReadFile("/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shell := filepath.Join(dir, "mysh")
+	if err := os.WriteFile(shell, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env, err := local.New(local.Config{Workspace: t.TempDir(), Shell: shell, Sandbox: local.SandboxConfig{Mode: sandbox.ModeNamespaces}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close(context.Background())
+	res := sh(t, env, "echo ran", nil)
+	if res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) != "ran" {
+		t.Fatalf("a shell under /tmp: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if res := sh(t, env, "echo x > "+shell, nil); res.ExitCode == 0 {
+		t.Error("the shell's directory, brought back, is writable")
+	}
+}

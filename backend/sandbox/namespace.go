@@ -60,6 +60,21 @@ type Namespace struct {
 // back in.
 var Covers = []string{"/tmp", "/var/tmp", "/run", "/var/run"}
 
+// Covered reports whether p, its symlinks resolved, lies under one of the Covers (which the
+// namespace sandbox makes empty unless a root brings a path back).
+func Covered(p string) bool {
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		r = filepath.Clean(p)
+	}
+	for _, c := range Covers {
+		if rc, err := filepath.EvalSymlinks(c); err == nil && containedIn([]string{rc}, r) != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // GitExecutes are the paths in a repository's .git that make git run a program — hooks,
 // the config (core.fsmonitor, core.hooksPath, aliases, filters), the per-worktree config and
 // submodules' own configs and hooks. A helper in namespace mode binds them read-only and

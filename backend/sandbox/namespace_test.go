@@ -59,3 +59,12 @@ func path0(rel string) string {
 	}
 	return rel
 }
+
+func TestCovered(t *testing.T) {
+	t.Parallel()
+	for p, want := range map[string]bool{"/tmp": true, "/tmp/x/y": true, "/run/user": true, "/usr/bin": false, "/bin": false, "/tmpfoo": false, "/": false} {
+		if got := Covered(p); got != want {
+			t.Errorf("Covered(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
