@@ -188,8 +188,11 @@ func (l *Ledger) withLock(fn func() error) error {
 }
 
 // tailWindow is how much of the file's end reloadTail reads first: enough for the last line
-// and a torn one after it, so that opening a long ledger does not read all of it.
-const tailWindow = 1 << 20
+// and a torn one after it (a line is ~1-2 KB), so that opening a long ledger does not read
+// all of it. A window that holds fewer than two line ends is made four times larger until
+// it does or holds the whole file. (A window of 1 MiB made every cold start read, and scan,
+// up to a megabyte.)
+const tailWindow = 64 << 10
 
 // reloadTail reads the end of the file to find the last good line, cutting a torn tail.
 func (l *Ledger) reloadTail() error {
@@ -197,16 +200,15 @@ func (l *Ledger) reloadTail() error {
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
-	start := max(0, fi.Size()-tailWindow)
-	data, err := l.readFrom(start)
-	if err != nil {
-		return err
-	}
-	if start > 0 && bytes.Count(data, []byte{'\n'}) < 2 {
-		// Lines longer than the window: read it all.
-		start = 0
-		if data, err = l.readFrom(0); err != nil {
+	var start int64
+	var data []byte
+	for window := int64(tailWindow); ; window *= 4 {
+		start = max(0, fi.Size()-window)
+		if data, err = l.readFrom(start); err != nil {
 			return err
+		}
+		if start == 0 || bytes.Count(data, []byte{'\n'}) >= 2 {
+			break
 		}
 	}
 	if start > 0 {

@@ -165,3 +165,56 @@ func TestReceiptClone(t *testing.T) {
 		t.Error("the clone of nil is not nil")
 	}
 }
+
+// A ledger whose last lines are longer than the first tail window (one long line, then a
+// torn one, then many short lines) reopens onto the right chain each time: the window grows
+// until it holds two line ends or the whole file.
+func TestReopenAcrossLongLines(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "receipts.jsonl")
+	long := strings.Repeat("x", 5*tailWindow)
+	for i, r := range []*Receipt{
+		{CallID: "short-1"},
+		{CallID: "long-1", ReasonCode: long},
+		{CallID: "long-2", ReasonCode: long},
+		{CallID: "short-2"},
+	} {
+		l, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append(EventCompleted, r); err != nil {
+			t.Fatalf("append %d after reopening: %v", i, err)
+		}
+		_ = l.Close()
+		if n, err := VerifyFile(path); err != nil || n != i+1 {
+			t.Fatalf("after append %d: verify %d, %v", i, n, err)
+		}
+	}
+	// A torn line after a long last line.
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(EventCompleted, &Receipt{CallID: "long-3", ReasonCode: long}); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	_, _ = f.WriteString(`{"seq":6,"prev":"abc","ev`)
+	_ = f.Close()
+	l, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(EventCompleted, &Receipt{CallID: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	if n, err := VerifyFile(path); err != nil || n != 7 {
+		t.Fatalf("after a torn line behind a long one: verify %d, %v", n, err)
+	}
+}
