@@ -12,14 +12,7 @@ import (
 // source record, to dir/airlock-helper with mode, after edit.
 func copyExe(t *testing.T, dir string, mode os.FileMode, edit func([]byte) []byte) string {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := mustRead(t)
 	if edit != nil {
 		data = edit(data)
 	}
@@ -87,6 +80,7 @@ func TestCheckSibling(t *testing.T) {
 	}
 }
 
+// mustRead returns the running test binary's bytes.
 func mustRead(t *testing.T) []byte {
 	t.Helper()
 	exe, err := os.Executable()
