@@ -301,9 +301,12 @@ func (l *Ledger) cutBack() error {
 // seal encodes ln with its Hash as the last field, computed over the encoding without it.
 func seal(ln Line) ([]byte, string, error) {
 	ln.Hash = ""
-	body, err := json.Marshal(ln)
-	if err != nil {
-		return nil, "", err
+	body, ok := appendLine(make([]byte, 0, 1024), &ln)
+	if !ok {
+		var err error
+		if body, err = json.Marshal(ln); err != nil {
+			return nil, "", err
+		}
 	}
 	body = bytes.TrimSuffix(body, []byte(`,"hash":""}`))
 	sum := sha256.Sum256(append(body, '}'))
