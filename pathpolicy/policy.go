@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/tool"
@@ -56,6 +57,9 @@ func WithContentReaders(names ...string) Option {
 type Policy struct {
 	cfg  Config
 	opts options
+	// fixed is fixedPaths' last answer, for the workspace it was asked about: every Check
+	// asks, with the same workspace for as long as its environment lives.
+	fixed atomic.Pointer[fixed]
 }
 
 // New checks cfg and returns the policy.
@@ -223,19 +227,26 @@ func decodeArgs(raw json.RawMessage) map[string]json.RawMessage {
 }
 
 // fixed are the paths every Check resolves before the call's own, absolute, with the
-// configured entries of the roots they came from.
+// configured entries of the roots they came from. They are lexical: a pure function of the
+// configuration and the workspace's name, resolved afresh by every Check.
 type fixed struct {
+	key              string // the workspace as given to fixedPaths
 	ws               string
 	read, readConf   []string
 	write, writeConf []string
 	protected        []string
 }
 
+// fixedPaths returns the fixed paths for workspace ws; their slices are shared, and read only.
 func (p *Policy) fixedPaths(ws string) fixed {
-	fx := fixed{ws: path.Clean(ws)}
+	if fx := p.fixed.Load(); fx != nil && fx.key == ws {
+		return *fx
+	}
+	fx := fixed{key: ws, ws: path.Clean(ws)}
 	fx.read, fx.readConf = absAll(ws, p.cfg.ReadRoots)
 	fx.write, fx.writeConf = absAll(ws, p.cfg.WriteRoots)
 	fx.protected, _ = absAll(ws, p.opts.protected)
+	p.fixed.Store(&fx)
 	return fx
 }
 

@@ -85,8 +85,58 @@ type resolved struct {
 }
 
 // resolve follows every existing symlink of each absolute, cleaned path inside env, with one
-// command. Paths must come from [Normalize].
+// command. Paths must come from [Normalize]. A path named more than once (a Check names the
+// workspace itself, then each root, which by default is the workspace again) is asked for
+// once, in the same message, and its one answer given to each place that named it.
 func resolve(ctx context.Context, env backend.Environment, paths []string) ([]resolved, error) {
+	uniq, at := distinct(paths)
+	if len(uniq) == len(paths) {
+		return resolveDistinct(ctx, env, paths)
+	}
+	rs, err := resolveDistinct(ctx, env, uniq)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]resolved, len(paths))
+	for i, j := range at {
+		out[i] = rs[j]
+	}
+	return out, nil
+}
+
+// distinct returns the paths without repeats, in the order first named, and for each of
+// paths its index there. A Check names a handful (a scan is cheaper than a map); a
+// prepared batch, thousands.
+func distinct(paths []string) (uniq []string, at []int) {
+	at = make([]int, len(paths))
+	uniq = make([]string, 0, len(paths))
+	var index map[string]int
+	if len(paths) > 16 {
+		index = make(map[string]int, len(paths))
+	}
+next:
+	for i, p := range paths {
+		if index != nil {
+			if j, ok := index[p]; ok {
+				at[i] = j
+				continue
+			}
+			index[p] = len(uniq)
+		} else {
+			for j, u := range uniq {
+				if u == p {
+					at[i] = j
+					continue next
+				}
+			}
+		}
+		at[i] = len(uniq)
+		uniq = append(uniq, p)
+	}
+	return uniq, at
+}
+
+func resolveDistinct(ctx context.Context, env backend.Environment, paths []string) ([]resolved, error) {
 	if len(paths) == 0 {
 		return nil, nil
 	}
