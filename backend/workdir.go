@@ -42,5 +42,7 @@ func Within(root, p string) bool {
 	if root == "/" {
 		return strings.HasPrefix(p, "/")
 	}
-	return p == root || strings.HasPrefix(p, root+"/")
+	// As p == root || strings.HasPrefix(p, root+"/"), without building root+"/": the path
+	// policy asks this many times for every call.
+	return strings.HasPrefix(p, root) && (len(p) == len(root) || p[len(root)] == '/')
 }

@@ -2,6 +2,8 @@ package backend
 
 import (
 	"errors"
+	"path"
+	"strings"
 	"testing"
 )
 
@@ -55,4 +57,21 @@ func TestWithin(t *testing.T) {
 			t.Errorf("Within(%q, %q) = %v, want %v", tc.root, tc.p, got, tc.want)
 		}
 	}
+}
+
+// FuzzWithin holds Within to the plain statement of what it decides.
+func FuzzWithin(f *testing.F) {
+	for _, s := range [][2]string{{"/a", "/a"}, {"/a", "/ab"}, {"/a/", "/a/b/../c"}, {"/", "/x"}, {"", "."}, {"a", "a/b"}, {".", ".."}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, root, p string) {
+		r, q := path.Clean(root), path.Clean(p)
+		want := strings.HasPrefix(q, "/")
+		if r != "/" {
+			want = q == r || strings.HasPrefix(q, r+"/")
+		}
+		if got := Within(root, p); got != want {
+			t.Fatalf("Within(%q, %q) = %v, want %v", root, p, got, want)
+		}
+	})
 }
