@@ -80,6 +80,71 @@ type wireCall struct {
 // Arguments may be an object or, as OpenAI sends them, a JSON string. Errors are [*Error].
 func Parse(data []byte, opts Options) ([]pipeline.Call, Form, error) {
 	data = bytes.TrimSpace(data)
+	if c, ok := parseOne(data, opts); ok {
+		return []pipeline.Call{c}, One, nil
+	}
+	return parse(data, opts)
+}
+
+// oneCall is a call object, and what would make it a message instead.
+type oneCall struct {
+	wireCall
+	ToolCalls json.RawMessage `json:"tool_calls"`
+}
+
+// parseOne reads the commonest request, one well-formed call object, in one pass of the
+// decoder (and one of json.Valid), where parse takes four. It answers only when parse would
+// answer the same call; anything else (not one valid JSON object, tool_calls present, a
+// value of the wrong type, a key it would refuse or that holds an escape) it leaves to parse,
+// which also words the error. FuzzParseOne holds the two to the same answers.
+func parseOne(data []byte, opts Options) (pipeline.Call, bool) {
+	if len(data) == 0 || data[0] != '{' || !json.Valid(data) {
+		return pipeline.Call{}, false
+	}
+	var w oneCall
+	if json.Unmarshal(data, &w) != nil || w.ToolCalls != nil {
+		return pipeline.Call{}, false
+	}
+	if opts.DisallowUnknownFields && !keysKnown(data, callFields) {
+		return pipeline.Call{}, false
+	}
+	return w.call(), true
+}
+
+// keysKnown reports whether every key of obj, a valid JSON object, is one of known and
+// written without an escape.
+func keysKnown(obj []byte, known map[string]bool) bool {
+	depth, key := 0, false // key: the next string at depth 1 is a key
+	for i := 0; i < len(obj); i++ {
+		switch c := obj[i]; c {
+		case '{', '[':
+			depth++
+			key = depth == 1 && c == '{'
+		case '}', ']':
+			depth--
+		case ',':
+			key = depth == 1
+		case '"':
+			j := i + 1
+			for ; obj[j] != '"'; j++ {
+				if obj[j] == '\\' {
+					if key {
+						return false
+					}
+					j++ // the escaped byte: a quote there does not end the string
+				}
+			}
+			if key && !known[string(obj[i+1:j])] {
+				return false
+			}
+			key, i = false, j
+		}
+	}
+	return true
+}
+
+// parse is Parse for any input.
+func parse(data []byte, opts Options) ([]pipeline.Call, Form, error) {
 	if len(data) == 0 {
 		return nil, One, fail(CodeInvalidCalls, "empty: expected a tool call, an array of tool calls, or a message with tool_calls")
 	}
@@ -157,6 +222,10 @@ func decodeCall(raw json.RawMessage, opts Options) (pipeline.Call, error) {
 			return pipeline.Call{}, err
 		}
 	}
+	return w.call(), nil
+}
+
+func (w *wireCall) call() pipeline.Call {
 	c := pipeline.Call{ID: w.CallID, Name: w.Name, Arguments: w.Arguments}
 	if c.ID == "" {
 		c.ID = w.ID
@@ -164,7 +233,7 @@ func decodeCall(raw json.RawMessage, opts Options) (pipeline.Call, error) {
 	if w.Function != nil {
 		c.Name, c.Arguments = w.Function.Name, w.Function.Arguments
 	}
-	return c, nil
+	return c
 }
 
 // onlyFields refuses an object with a key outside known, naming the first in input order.
