@@ -91,6 +91,12 @@ func TestAppendLineMatchesMarshal(t *testing.T) {
 			if _, err := parseLine(sealed); err != nil {
 				t.Fatalf("sealed line does not parse: %v", err)
 			}
+			// Appended after other lines, as a group commit does: the same bytes after them.
+			prefix := []byte("{\"an\":\"earlier line\"}\n")
+			after, _, err := appendSealed(bytes.Clone(prefix), tc.ln)
+			if err != nil || !bytes.Equal(after, append(prefix, sealed...)) {
+				t.Fatalf("appendSealed after a line wrote\n%s\nwant\n%s%s (error %v)", after, prefix, sealed, err)
+			}
 		})
 	}
 }

@@ -193,12 +193,14 @@ func (l *Ledger) appendBatch(group []*pendingLine) error {
 		if ln.Time.IsZero() {
 			ln.Time = now
 		}
-		data, hash, err := seal(ln)
-		if err != nil {
+		n0 := len(buf)
+		var hash string
+		var err error
+		if buf, hash, err = appendSealed(buf, ln); err != nil {
 			return fmt.Errorf("ledger encode: %w", err)
 		}
-		buf = append(append(buf, data...), '\n')
-		prev, lastLen = hash, len(data)+1
+		buf = append(buf, '\n')
+		prev, lastLen = hash, len(buf)-n0
 	}
 	if cap(buf) <= 1<<20 {
 		l.batchBuf = buf

@@ -269,13 +269,17 @@ func (l *Ledger) appendLocked(ln Line) error {
 	if ln.Time.IsZero() {
 		ln.Time = time.Now().UTC()
 	}
-	data, hash, err := seal(ln)
+	data, hash, err := appendSealed(l.batchBuf[:0], ln)
 	if err != nil {
 		return fmt.Errorf("ledger encode: %w", err)
 	}
+	data = append(data, '\n')
+	if cap(data) <= 1<<20 {
+		l.batchBuf = data[:0]
+	}
 	// A line that is not durable is not left behind, whole or torn: the file is cut back to
 	// the last line that is, so that the chain stays whole.
-	if _, err := l.writeLine(l.f, append(data, '\n')); err != nil {
+	if _, err := l.writeLine(l.f, data); err != nil {
 		return errors.Join(fmt.Errorf("ledger write: %w", err), l.cutBack())
 	}
 	if err := l.syncFile(l.f); err != nil {
@@ -283,9 +287,9 @@ func (l *Ledger) appendLocked(ln Line) error {
 	}
 	l.seq = ln.Seq
 	l.prev = hash
-	l.size += int64(len(data) + 1)
-	l.lastLen = int64(len(data) + 1)
-	l.lastLine = append(append(l.lastLine[:0], data...), '\n')
+	l.size += int64(len(data))
+	l.lastLen = int64(len(data))
+	l.lastLine = append(l.lastLine[:0], data...)
 	return nil
 }
 
@@ -299,21 +303,32 @@ func (l *Ledger) cutBack() error {
 }
 
 // seal encodes ln with its Hash as the last field, computed over the encoding without it.
-func seal(ln Line) ([]byte, string, error) {
+func seal(ln Line) ([]byte, string, error) { return appendSealed(nil, ln) }
+
+// hashSuffix ends every line's encoding before its seal is set.
+const hashSuffix = `,"hash":""}`
+
+// appendSealed appends seal's encoding of ln to dst.
+func appendSealed(dst []byte, ln Line) ([]byte, string, error) {
 	ln.Hash = ""
-	body, ok := appendLine(make([]byte, 0, 1024), &ln)
+	start := len(dst)
+	out, ok := appendLine(dst, &ln)
 	if !ok {
-		var err error
-		if body, err = json.Marshal(ln); err != nil {
-			return nil, "", err
+		body, err := json.Marshal(ln)
+		if err != nil {
+			return dst, "", err
 		}
+		out = append(out[:start], body...)
 	}
-	body = bytes.TrimSuffix(body, []byte(`,"hash":""}`))
-	sum := sha256.Sum256(append(body, '}'))
-	ln.Hash = hex.EncodeToString(sum[:])
-	out := append(body, `,"hash":"`...)
-	out = append(out, ln.Hash...)
-	return append(out, `"}`...), ln.Hash, nil
+	if bytes.HasSuffix(out[start:], []byte(hashSuffix)) {
+		out = out[:len(out)-len(hashSuffix)]
+	}
+	out = append(out, '}')
+	sum := sha256.Sum256(out[start:])
+	hash := hex.EncodeToString(sum[:])
+	out = append(out[:len(out)-1], `,"hash":"`...)
+	out = append(out, hash...)
+	return append(out, `"}`...), hash, nil
 }
 
 // parseLine decodes one line and checks its seal.
