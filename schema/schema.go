@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
@@ -15,6 +16,9 @@ import (
 type Schema struct {
 	s   *jsonschema.Schema
 	raw json.RawMessage
+	// fast is the schema's plan (fast.go), made on first use; nil when it has none.
+	fastOnce sync.Once
+	fast     *plan
 }
 
 // Resource is one schema document, addressed by URL so that others can $ref it.
@@ -100,6 +104,10 @@ func (vs Violations) Error() string {
 // float64 or json.Number, bool, nil) and returns every violation, sorted by path, with
 // paths starting at prefix. It returns nil when v is valid.
 func (s *Schema) Validate(prefix string, v any) Violations {
+	s.fastOnce.Do(func() { s.fast = compilePlan(s.s, 0) })
+	if s.fast != nil && s.fast.valid(v) {
+		return nil
+	}
 	err := s.s.Validate(v)
 	if err == nil {
 		return nil
