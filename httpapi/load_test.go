@@ -296,18 +296,75 @@ func BenchmarkServeLoad(b *testing.B) {
 		b.Run(mode.name, func(b *testing.B) {
 			f, sessions := loadFixture(b, mode.opts...)
 			var res loadResult
+			var cpu cpuTimes
 			for i := 0; b.Loop(); i++ {
 				prefix := fmt.Sprintf("load%d-", i)
+				cpu0 := treeCPU(b)
 				res = runLoad(b, f, sessions, prefix, n)
+				cpu = treeCPU(b).sub(cpu0)
 				checkReceipts(b, f, prefix, n)
 			}
+			perCall := cpu.total() / time.Duration(n)
 			b.ReportMetric(res.rate(), "calls/s")
 			b.ReportMetric(float64(res.p50.Microseconds()), "p50-µs")
 			b.ReportMetric(float64(res.p99.Microseconds()), "p99-µs")
-			b.Logf("%s: %v; peak RSS %d MiB", mode.name, res, peakRSS(b)>>20)
+			b.ReportMetric(float64(perCall.Microseconds()), "cpu-µs/call")
+			b.Logf("%s: %v; CPU %v a call (server and clients %v, helpers %v in all); peak RSS %d MiB",
+				mode.name, res, perCall.Round(time.Microsecond), cpu.self.Round(10*time.Millisecond),
+				cpu.below.Round(10*time.Millisecond), peakRSS(b)>>20)
 		})
 	}
 }
+
+// treeCPU is the CPU time used so far by the test process (the server and the load's
+// clients) and every process below it (the sessions' helpers), from /proc, whose figures
+// are in clock ticks of 10 ms.
+func treeCPU(t testing.TB) cpuTimes {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	must(t, err)
+	type proc struct{ ppid, ticks int }
+	procs := map[int]proc{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// After the command name, in parentheses: state, ppid, … utime (14th field), stime.
+		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		ppid, _ := strconv.Atoi(f[1])
+		utime, _ := strconv.Atoi(f[11])
+		stime, _ := strconv.Atoi(f[12])
+		procs[pid] = proc{ppid, utime + stime}
+	}
+	var ticks [2]int
+	for pid, p := range procs {
+		for q := pid; q > 1; q = procs[q].ppid {
+			if q == os.Getpid() {
+				below := 1
+				if pid == q {
+					below = 0 // the test process itself
+				}
+				ticks[below] += p.ticks
+				break
+			}
+		}
+	}
+	if pid := os.Getpid(); procs[pid].ticks == 0 && procs[pid].ppid == 0 {
+		t.Fatal("treeCPU: the test process is not in /proc")
+	}
+	return cpuTimes{self: time.Duration(ticks[0]) * 10 * time.Millisecond, below: time.Duration(ticks[1]) * 10 * time.Millisecond}
+}
+
+// cpuTimes is CPU time of the test process and of the processes below it.
+type cpuTimes struct{ self, below time.Duration }
+
+func (c cpuTimes) sub(d cpuTimes) cpuTimes { return cpuTimes{c.self - d.self, c.below - d.below} }
+func (c cpuTimes) total() time.Duration    { return c.self + c.below }
 
 func openFDs(t testing.TB) int {
 	t.Helper()
