@@ -104,9 +104,7 @@ func (s *Server) runCalls(r *http.Request, e *entry, body []byte) (int, []byte) 
 	default:
 		v = MessageAnswer{Messages: toolcall.Messages(results), Results: results}
 	}
-	rec := recorder{}
-	writeJSON(&rec, http.StatusOK, v)
-	return rec.status, rec.body
+	return encodeJSON(http.StatusOK, v)
 }
 
 // parseCode is the envelope's code for a parse error: the same words as toolcall's.

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 )
@@ -53,12 +54,19 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		data = []byte(`{"error":{"code":"internal","message":"the answer could not be encoded"}}`)
-	}
+	status, data := encodeJSON(status, v)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(data, '\n'))
+	_, _ = w.Write(data)
+}
+
+// encodeJSON is the answer writeJSON writes: v's JSON and a newline, or an internal error
+// when v cannot be encoded.
+func encodeJSON(status int, v any) (int, []byte) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf) // json.Marshal's bytes, with the newline after them
+	if err := enc.Encode(v); err != nil {
+		return http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"the answer could not be encoded"}}` + "\n")
+	}
+	return status, buf.Bytes()
 }
