@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "b47f7f2cccd68a29fdac5feac710950a571e904803605cdeb78fbb6a0af04f86"
+const SourceFingerprint = "29110101ea3973c4b1aaf899b1496c01b0e92f52d9297ebf09438a37d26c4829"
