@@ -187,7 +187,11 @@ func TestFailedClaimTakesNext(t *testing.T) {
 	if err := p.WaitReady(context.Background(), 2); err != nil {
 		t.Fatal(err)
 	}
-	first := mk.all()[0]
+	// The member a take tries first is the oldest ready one, which of two made at once is
+	// either.
+	p.mu.Lock()
+	first := p.idle[0].env.(*fakeMember)
+	p.mu.Unlock()
 	first.failOn = true
 	env, ok := p.Take(context.Background(), "s")
 	if !ok || env.(*fakeMember) == first || !first.closed.Load() {
