@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/airlock-dev/airlock/backend/agent"
+	"github.com/airlock-dev/airlock/backend/docker/dockertest"
 )
 
 // The README installs airlock-helper beside airlock; airlock starts its local helper from it
@@ -82,5 +85,33 @@ func TestHelperBinaryBeside(t *testing.T) {
 	}
 	if want := "the helper is airlock itself, not airlock-helper beside it: " + stale + " is built from other source"; !strings.Contains(report, want) {
 		t.Errorf("doctor does not say %q:\n%s", want, report)
+	}
+}
+
+// In Docker too, with no agent_binary configured, the helper copied into the container is
+// airlock-helper beside airlock, and doctor says so.
+func TestHelperBinaryBesideInDocker(t *testing.T) {
+	t.Parallel()
+	toml, _ := dockertest.Config(t, "sib", 20, airlockBin, "")
+	toml = regexp.MustCompile(`(?m)^agent_binary = .*\n`).ReplaceAllString(toml, "")
+	dir := t.TempDir()
+	writeConfig(t, dir, toml)
+	out, errOut, code := run(t, dir, "", nil, "exec", "--", "cat /proc/$PPID/cmdline | tr '\\0' ' '")
+	if code != 0 {
+		t.Fatalf("exec: %d\n%s\n%s", code, out, errOut)
+	}
+	// The helper is installed in the container under its digest and started as "… agent …";
+	// its digest is the one of airlock-helper's bytes, not airlock's.
+	helper, err := agent.Inspect(filepath.Join(filepath.Dir(airlockBin), "airlock-helper"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`/agent-([0-9a-f]{12,})`).FindStringSubmatch(out)
+	if m == nil || !strings.HasPrefix(helper.Digest, m[1]) {
+		t.Errorf("the command's parent is not the airlock-helper beside airlock (digest %.12s): %q", helper.Digest, out)
+	}
+	report, errOut, _ := run(t, dir, "", nil, "doctor")
+	if want := "the helper runs from " + filepath.Join(filepath.Dir(airlockBin), "airlock-helper"); !strings.Contains(report+errOut, want) {
+		t.Errorf("doctor does not say %q:\n%s%s", want, report, errOut)
 	}
 }

@@ -237,6 +237,9 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	if mode == ModeAgent && e.helper.bin != nil && !e.helper.bin.Static() {
 		e.notes = append(e.notes, e.helper.bin.LinkNote())
 	}
+	if n := agent.SiblingNote(); mode == ModeAgent && e.cfg.AgentBinary == "" && n != "" {
+		e.notes = append(e.notes, n)
+	}
 	if e.egressDir != "" {
 		e.notes = append(e.notes, "the container has no network of its own (network mode \"none\"); commands reach only [network] allow_domains, through Airlock's egress proxy, which the resident helper relays from 127.0.0.1 inside the container to a socket per command in "+e.egressDir)
 		if mode == ModeExec {

@@ -198,6 +198,9 @@ func (e *Env) Describe() backend.Description {
 		d.Notes = append(d.Notes, e.netNote)
 	}
 	d.Notes = append(d.Notes, e.rtNote, "the resident helper runs as the commands' own user (uid "+fmt.Sprint(runAsID)+"), so a command can signal it and end the session's helper; the next call starts it again")
+	if n := agent.SiblingNote(); e.cfg.AgentBinary == "" && e.helperProblem == "" && n != "" {
+		d.Notes = append(d.Notes, n)
+	}
 	return d
 }
 

@@ -19,6 +19,7 @@ import (
 	sshagent "golang.org/x/crypto/ssh/agent"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/agent"
 )
 
 // ErrAuth marks a host that refused every offered key for the user.
@@ -377,6 +378,9 @@ func (e *Env) connect(ctx context.Context) (*link, error) {
 			l.owning.Store(l.helper)
 			if !e.bin.bin.Static() {
 				notes = append(notes, e.bin.bin.LinkNote())
+			}
+			if n := agent.SiblingNote(); e.cfg.AgentBinary == "" && n != "" {
+				notes = append(notes, n)
 			}
 		}
 	}
