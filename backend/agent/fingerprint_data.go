@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "29110101ea3973c4b1aaf899b1496c01b0e92f52d9297ebf09438a37d26c4829"
+const SourceFingerprint = "5aef295db3f8abbb2bf155a0fafcd4fad2eb9c7414334bc165bb31235e5090ef"

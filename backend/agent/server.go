@@ -254,7 +254,7 @@ func (s *server) start(p *proc, m startMsg) {
 		// A worker that could not restrict its thread hands the request back: it then takes
 		// the ordinary road, which reports that.
 		run := func(restricted error) { s.run(p, m, restricted == nil) }
-		if ok, _ := s.opts.Sandbox.Go(run, true); ok {
+		if ok, _ := s.opts.Sandbox.Go(run); ok {
 			return
 		}
 	}

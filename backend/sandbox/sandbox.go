@@ -396,44 +396,30 @@ func (s *Sandbox) Hold(fn func() error) (release func(), err error) {
 // could not be restricted, fn is called with why on a goroutine of its own instead, and must
 // start nothing. Unenforced, fn runs on a new goroutine with nil.
 //
-// With idleOnly, Go takes only a worker already waiting for a job, so that it never waits
-// for one to be made (a few hundred microseconds), nor for a new generation to be planned
-// when a stamp changed: then it reports false and does nothing. An error making the current
-// generation is returned, and fn is not called.
-func (s *Sandbox) Go(fn func(restricted error), idleOnly bool) (bool, error) {
+// Go takes only a worker already waiting for a job, so that it never waits for one to be
+// made (a few hundred microseconds), nor for a new generation to be planned when a stamp
+// changed: then it reports false and does nothing, and the caller takes Do's road. An error
+// making the current generation is returned, and fn is not called.
+func (s *Sandbox) Go(fn func(restricted error)) (bool, error) {
 	if !s.Enforced() {
 		go fn(nil)
 		return true, nil
 	}
-	j := job{async: fn}
-	for {
-		g, err := s.currentOr(!idleOnly)
-		if err != nil || g == nil {
-			return false, err
-		}
-		var w *worker
-		if idleOnly {
-			w = g.takeIdle()
-			if w == nil {
-				return false, nil
-			}
-			select {
-			case w.jobs <- j:
-				return true, nil
-			default:
-				// Not yet at its job channel (still restricting its thread): left to it.
-				g.put(w)
-				return false, nil
-			}
-		}
-		if w = g.take(); w == nil {
-			continue // retired since current returned: the next call gives the new one
-		}
-		select {
-		case w.jobs <- j:
-			return true, nil
-		case <-g.retired:
-		}
+	g, err := s.currentOr(false)
+	if err != nil || g == nil {
+		return false, err
+	}
+	w := g.takeIdle()
+	if w == nil {
+		return false, nil
+	}
+	select {
+	case w.jobs <- job{async: fn}:
+		return true, nil
+	default:
+		// Not yet at its job channel (still restricting its thread): left to it.
+		g.put(w)
+		return false, nil
 	}
 }
 

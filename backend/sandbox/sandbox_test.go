@@ -335,7 +335,7 @@ func TestGoRunsRestrictedAndHoldsItsWorker(t *testing.T) {
 	var ok bool
 	var err error
 	for deadline := time.Now().Add(5 * time.Second); !ok && err == nil && time.Now().Before(deadline); {
-		if ok, err = f.sb.Go(run, true); !ok && err == nil {
+		if ok, err = f.sb.Go(run); !ok && err == nil {
 			time.Sleep(10 * time.Millisecond) // the workers are still restricting their threads
 		}
 	}
