@@ -93,14 +93,15 @@ type oneCall struct {
 }
 
 // parseOne reads the commonest request, one well-formed call object, in one pass of the
-// decoder (and one of json.Valid), where parse takes four. It answers only when parse would
+// decoder, where parse takes four. It answers only when parse would
 // answer the same call; anything else (not one valid JSON object, tool_calls present, a
 // value of the wrong type, a key it would refuse or that holds an escape) it leaves to parse,
 // which also words the error. FuzzParseOne holds the two to the same answers.
 func parseOne(data []byte, opts Options) (pipeline.Call, bool) {
-	if len(data) == 0 || data[0] != '{' || !json.Valid(data) {
+	if len(data) == 0 || data[0] != '{' {
 		return pipeline.Call{}, false
 	}
+	// Unmarshal checks that the whole input is valid JSON before it decodes any of it.
 	var w oneCall
 	if json.Unmarshal(data, &w) != nil || w.ToolCalls != nil {
 		return pipeline.Call{}, false
