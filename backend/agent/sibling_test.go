@@ -44,6 +44,7 @@ func TestCheckSibling(t *testing.T) {
 		take    bool
 		whyHas  string
 		missing bool
+		chown   bool // given away to another user (only root can)
 	}{
 		{name: "same source", mode: 0o755, take: true},
 		{name: "absent", missing: true},
@@ -51,36 +52,37 @@ func TestCheckSibling(t *testing.T) {
 		{name: "no record", mode: 0o755, edit: noRecord, whyHas: "no source fingerprint"},
 		{name: "group-writable", mode: 0o775, whyHas: "may be written by others"},
 		{name: "not executable", mode: 0o644, whyHas: "not an executable file"},
-		{name: "someone else's", mode: 0o755, whyHas: "owned by neither root nor this user"},
+		{name: "someone else's", mode: 0o755, chown: true, whyHas: "owned by neither root nor this user"},
 	} {
-		dir := t.TempDir()
-		p := filepath.Join(dir, HelperName)
-		if !tc.missing {
-			p = copyExe(t, dir, tc.mode, tc.edit)
-		}
-		if tc.name == "someone else's" {
-			if os.Getuid() != 0 {
-				continue // only root can give a file away
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, HelperName)
+			if !tc.missing {
+				p = copyExe(t, dir, tc.mode, tc.edit)
 			}
-			if err := os.Chown(p, 54321, -1); err != nil {
-				t.Fatal(err)
+			if tc.chown {
+				if os.Getuid() != 0 {
+					t.Skip("only root can give a file away")
+				}
+				if err := os.Chown(p, 54321, -1); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		got, why := checkSibling(p)
-		switch {
-		case tc.take && (got != p || why != ""):
-			t.Errorf("%s: checkSibling = %q, %q; want it taken", tc.name, got, why)
-		case !tc.take && got != "":
-			t.Errorf("%s: checkSibling took %q", tc.name, got)
-		case tc.missing && why != "":
-			t.Errorf("%s: why = %q, want nothing said of a helper that is not there", tc.name, why)
-		case tc.whyHas != "" && !strings.Contains(why, tc.whyHas):
-			t.Errorf("%s: why = %q, want it to say %q", tc.name, why, tc.whyHas)
-		}
+			got, why := checkSibling(p)
+			switch {
+			case tc.take && (got != p || why != ""):
+				t.Errorf("checkSibling = %q, %q; want it taken", got, why)
+			case !tc.take && got != "":
+				t.Errorf("checkSibling took %q", got)
+			case tc.missing && why != "":
+				t.Errorf("why = %q, want nothing said of a helper that is not there", why)
+			case tc.whyHas != "" && !strings.Contains(why, tc.whyHas):
+				t.Errorf("why = %q, want it to say %q", why, tc.whyHas)
+			}
+		})
 	}
 }
 
-// mustRead returns the running test binary's bytes.
 func mustRead(t *testing.T) []byte {
 	t.Helper()
 	exe, err := os.Executable()
