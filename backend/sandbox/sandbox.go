@@ -68,6 +68,7 @@ type Sandbox struct {
 // changes, the next command gets a new generation planned from the filesystem as it is, and
 // the old generation's threads end.
 type generation struct {
+	owner      *Sandbox
 	fd         int
 	layout     layout
 	stamps     []stamp
@@ -184,7 +185,7 @@ func (s *Sandbox) newGeneration() (*generation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: landlock ruleset: %w", err)
 	}
-	return &generation{fd: fd, layout: l, stamps: stamps, network: s.policy.Network, denyUnix: s.denyUnix,
+	return &generation{owner: s, fd: fd, layout: l, stamps: stamps, network: s.policy.Network, denyUnix: s.denyUnix,
 		privateIPC: s.policy.PrivateIPC, retired: make(chan struct{})}, nil
 }
 
@@ -423,6 +424,61 @@ func (s *Sandbox) Go(fn func(restricted error)) (bool, error) {
 	}
 }
 
+// Worker is the restricted thread a function given to [Sandbox.Lend] runs on.
+type Worker struct {
+	s *Sandbox
+	g *generation
+}
+
+// Current reports whether the worker's ruleset is still the sandbox's current one. A
+// function that waited on its worker (for a request to come) asks before it starts a command
+// there: a stamp may have changed meanwhile, and a command started from an older
+// generation's thread would get that generation's rules. It costs what [Sandbox.Go] does
+// before it takes a worker: a stat of each stamped directory.
+func (w *Worker) Current() bool {
+	g, err := w.s.currentOr(false)
+	return err == nil && g == w.g
+}
+
+// Lend runs fn on a restricted worker that nothing else holds until fn returns, and returns
+// without waiting for it: one waiting for a job if there is one, else a new one, which
+// restricts its thread first (a few hundred microseconds, which the caller does not wait
+// for). fn gets its Worker, or, when the thread could not be restricted, nil and why, on a
+// goroutine of its own, and must then start nothing. Unenforced, fn runs on a new goroutine
+// with nil and nil. Lend fails only when the sandbox is closed or a new generation could not
+// be made; fn is then not called.
+//
+// It is for a function that waits on its thread before it knows what to run (the helper's
+// reader of requests, server.go in backend/agent): the command it then starts from there
+// needs no hand-over to another thread. A hand-over to a goroutine locked to its thread costs
+// the Go runtime a wake-up of that thread and the passing of a processor to it, tens of
+// microseconds, several times a hand-over between two goroutines.
+func (s *Sandbox) Lend(fn func(w *Worker, restricted error)) error {
+	if !s.Enforced() {
+		go fn(nil, nil)
+		return nil
+	}
+	for {
+		g, err := s.current()
+		if err != nil {
+			return err
+		}
+		j := job{lent: fn}
+		if w := g.takeIdle(); w != nil {
+			select {
+			case w.jobs <- j:
+				return nil
+			default:
+				g.put(w) // still restricting its thread: a new one takes j
+			}
+		}
+		if g.spawnWith(j) {
+			return nil
+		}
+		// Retired since current returned: the next round takes the new generation.
+	}
+}
+
 // takeIdle returns an idle worker, or nil when none is (or the generation is retired).
 func (g *generation) takeIdle() *worker {
 	g.mu.Lock()
@@ -473,19 +529,35 @@ func (g *generation) put(w *worker) {
 func (g *generation) spawnLocked() *worker {
 	w := &worker{jobs: make(chan job)}
 	g.workers.Add(1)
-	go g.worker(w)
+	go g.worker(w, nil)
 	return w
+}
+
+// spawnWith starts a worker of this generation whose first job is j, held for it (not idle);
+// false when the generation is retired.
+func (g *generation) spawnWith(j job) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done {
+		return false
+	}
+	g.started = true // its spare workers are not needed: this one is being made
+	w := &worker{jobs: make(chan job)}
+	g.workers.Add(1)
+	go g.worker(w, &j)
+	return true
 }
 
 // spareThreads is how many restricted threads are made before the first command.
 const spareThreads = 2
 
 // job is one call's function: fn with done for Do and Hold, which wait for its result; async
-// for Go, which does not.
+// for Go and lent for Lend, which do not.
 type job struct {
 	fn    func() error
 	done  chan result
 	async func(restricted error)
+	lent  func(w *Worker, restricted error)
 }
 
 // result is a job's outcome; ran is false when the worker could not restrict its thread
@@ -499,7 +571,9 @@ type result struct {
 // retired. The goroutine never unlocks the thread: when it returns, the runtime ends the
 // thread, so the restrictions reach no other goroutine. A worker whose restriction failed
 // refuses its first job and ends.
-func (g *generation) worker(w *worker) {
+//
+// first, when not nil, is its first job, given at its start (see [Sandbox.Lend]).
+func (g *generation) worker(w *worker, first *job) {
 	runtime.LockOSThread()
 	if unix.Gettid() == os.Getpid() {
 		// This is the main thread, the thread-group leader that /proc/PID/... and signals
@@ -508,7 +582,7 @@ func (g *generation) worker(w *worker) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			g.worker(w)
+			g.worker(w, first)
 		}()
 		<-done
 		runtime.UnlockOSThread()
@@ -518,27 +592,47 @@ func (g *generation) worker(w *worker) {
 	err := g.restrictThread()
 	for {
 		var j job
-		select {
-		case j = <-w.jobs:
-		case <-g.retired:
-			return
+		if first != nil {
+			j, first = *first, nil
+		} else {
+			select {
+			case j = <-w.jobs:
+			case <-g.retired:
+				return
+			}
 		}
-		switch {
-		case err != nil && j.async != nil:
-			go j.async(err)
+		if !g.run(w, j, err) {
 			return
-		case err != nil:
-			j.done <- result{err: err}
-			return
-		case j.async != nil:
-			// Not recovered as Do's are: a panic ends the process, as it would on a goroutine
-			// of its own, rather than leave what fn was doing half done.
-			j.async(nil)
-			g.put(w)
-		default:
-			j.done <- result{err: runJob(j.fn), ran: true}
 		}
 	}
+}
+
+// run runs one job on worker w, whose thread's restriction failed with err when err is not
+// nil (the job is then refused, or handed to a goroutine of its own, and the worker ends); it
+// reports whether the worker goes on.
+func (g *generation) run(w *worker, j job, err error) bool {
+	switch {
+	case err != nil && j.async != nil:
+		go j.async(err)
+		return false
+	case err != nil && j.lent != nil:
+		go j.lent(nil, err)
+		return false
+	case err != nil:
+		j.done <- result{err: err}
+		return false
+	case j.async != nil:
+		// Not recovered as Do's are: a panic ends the process, as it would on a goroutine
+		// of its own, rather than leave what fn was doing half done.
+		j.async(nil)
+		g.put(w)
+	case j.lent != nil:
+		j.lent(&Worker{s: g.owner, g: g}, nil)
+		g.put(w)
+	default:
+		j.done <- result{err: runJob(j.fn), ran: true}
+	}
+	return true
 }
 
 func runJob(fn func() error) (err error) {

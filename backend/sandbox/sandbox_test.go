@@ -11,8 +11,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/backend/sandbox"
 )
@@ -301,8 +304,7 @@ func TestHeldWorkerStartsNothingElse(t *testing.T) {
 // TestGoRunsRestrictedAndHoldsItsWorker: a function given to Go runs on a restricted thread
 // (it cannot read outside the roots), Go returns while it still runs, and its worker starts
 // nothing else until it has returned: a command started meanwhile comes from another worker
-// and cannot signal the one it started. With idleOnly, Go takes a waiting worker once the
-// sandbox has some.
+// and cannot signal the one it started. Go takes only a worker already waiting for a job.
 func TestGoRunsRestrictedAndHoldsItsWorker(t *testing.T) {
 	f := newFixture(t, sandbox.Network{})
 	if _, err := f.sh(t, "true"); err != nil { // the first call makes the workers
@@ -354,5 +356,68 @@ func TestGoRunsRestrictedAndHoldsItsWorker(t *testing.T) {
 		if out, err := f.sh(t, fmt.Sprintf("kill -0 %d", s.pid)); err == nil {
 			t.Fatalf("a command signalled the command a held worker started: %s", out)
 		}
+	}
+}
+
+// TestLendRunsRestrictedWithoutWaiting: a function given to Lend runs on a restricted thread
+// (it cannot read outside the roots) that nothing else holds while it runs, and Lend returns
+// at once even when no worker is waiting (it makes one): two functions lent one after the
+// other, the first still running, run on two threads. Current is true until a stamped
+// directory changes, and a closed sandbox lends nothing.
+func TestLendRunsRestrictedWithoutWaiting(t *testing.T) {
+	f := newFixture(t, sandbox.Network{})
+	type lent struct {
+		w       *sandbox.Worker
+		tid     int
+		readErr error
+		err     error
+	}
+	got := make(chan lent, 2)
+	stop := make(chan struct{})
+	var done sync.WaitGroup
+	fn := func(w *sandbox.Worker, restricted error) {
+		defer done.Done()
+		_, readErr := os.ReadFile(filepath.Join(f.outside, "x"))
+		got <- lent{w: w, tid: unix.Gettid(), readErr: readErr, err: restricted}
+		<-stop
+	}
+	done.Add(2)
+	for i := 0; i < 2; i++ {
+		if err := f.sb.Lend(fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := <-got, <-got
+	defer func() { close(stop); done.Wait() }()
+	for _, l := range []lent{a, b} {
+		switch {
+		case l.err != nil || l.w == nil:
+			t.Fatalf("lent function got no restricted thread: %v", l.err)
+		case l.readErr == nil:
+			t.Error("a lent function read a file outside the roots: it did not run restricted")
+		case l.tid == os.Getpid():
+			t.Error("a lent function ran on the main thread")
+		case !l.w.Current():
+			t.Error("a worker of the only generation is not current")
+		}
+	}
+	if a.tid == b.tid {
+		t.Fatalf("two lent functions running at once shared thread %d", a.tid)
+	}
+	// A stamped directory changes (a granted file replaced by a rename): the workers
+	// restricted before are an older generation's once the next command plans again.
+	tmp := filepath.Join(f.ws, "sub", ".ok.tmp")
+	if err := os.WriteFile(tmp, []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(f.ws, "sub", "ok.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if a.w.Current() {
+		t.Error("a worker restricted before a stamped directory changed is still current")
+	}
+	f.sb.Close()
+	if err := f.sb.Lend(func(*sandbox.Worker, error) { t.Error("a closed sandbox lent a thread") }); err == nil {
+		t.Error("Lend on a closed sandbox did not fail")
 	}
 }
