@@ -223,11 +223,13 @@ func TestTunnelPeerBeyondCredit(t *testing.T) {
 	defer consumer.Close()
 	// Nobody reads the consumer's end: once the socket's buffer is full, what the peer
 	// sends stays queued, and no more credit is given.
+	// What was allowed is read before each frame: the socket may take more while the
+	// frame is refused, and the credit for it then comes after the refusal.
 	for sent := 0; ; sent += tunnelChunk {
-		err := set.handle(frame{typ: frameTunnelData, id: 1, payload: tunnelPayload(1, make([]byte, tunnelChunk))})
 		mu.Lock()
 		allowed := tunnelWindow + credited
 		mu.Unlock()
+		err := set.handle(frame{typ: frameTunnelData, id: 1, payload: tunnelPayload(1, make([]byte, tunnelChunk))})
 		if err != nil {
 			if !errors.Is(err, ErrMalformedFrame) || sent+tunnelChunk <= allowed {
 				t.Fatalf("refused at %d bytes with %d allowed: %v", sent+tunnelChunk, allowed, err)
