@@ -3,7 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
-	"io"
+	"os"
 	"testing"
 	"time"
 
@@ -44,8 +44,16 @@ func BenchmarkExecTrue(b *testing.B) {
 				defer sb.Close()
 				opts.Sandbox = sb
 			}
-			sr, cw := io.Pipe()
-			cr, sw := io.Pipe()
+			// OS pipes, as the helper's stream is: requests are then read as the helper
+			// reads them (reader.go).
+			sr, cw, err := os.Pipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			cr, sw, err := os.Pipe()
+			if err != nil {
+				b.Fatal(err)
+			}
 			go func() { _ = Serve(context.Background(), sr, sw, opts); _ = sw.Close() }()
 			c := NewClient(cr, cw, ClientOptions{})
 			defer c.Close()

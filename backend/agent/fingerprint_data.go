@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "5aef295db3f8abbb2bf155a0fafcd4fad2eb9c7414334bc165bb31235e5090ef"
+const SourceFingerprint = "6fcea4447794f840608697c3981ddcd1a4b991650f41819627012be0d22ff2bf"

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -166,7 +165,7 @@ func helperServe(spec HelperSpec) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	if err := Serve(ctx, Pollable(os.Stdin), os.Stdout, opts); err != nil {
+	if err := Serve(ctx, os.Stdin, os.Stdout, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "airlock helper:", err)
 		return 1
 	}
@@ -194,27 +193,6 @@ func helperSandbox(spec HelperSpec) (*sandbox.Sandbox, error) {
 		opts = append(opts, sandbox.WithProbe(func() int { return min(max(spec.MaxABI, 0), sandbox.KernelABI()) }))
 	}
 	return sandbox.New(spec.Mode, p, opts...)
-}
-
-// Pollable returns a reader of the same pipe or socket that waits in the runtime's network
-// poller rather than in a blocking read(2): a goroutine blocked in a system call keeps its
-// thread and scheduler slot until the runtime's monitor takes the slot back (tens of
-// microseconds or more), and the request just read waits for it. Anything else is returned
-// as it is. Both the resident helper and `airlock agent` serve through it.
-func Pollable(r io.Reader) io.Reader {
-	f, ok := r.(*os.File)
-	if !ok {
-		return r
-	}
-	fd := int(f.Fd())
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || (st.Mode&unix.S_IFMT != unix.S_IFIFO && st.Mode&unix.S_IFMT != unix.S_IFSOCK) {
-		return r
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		return r
-	}
-	return os.NewFile(uintptr(fd), f.Name())
 }
 
 // Helper is a resident helper this process started as its child ([StartHelper]).

@@ -62,40 +62,17 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 	if err := s.send(frameHello, 0, mustJSON(hello{Version: ProtocolVersion, Role: "server", PID: os.Getpid(), Source: strings.TrimPrefix(sourceRecorded, sourceMarker), SandboxEnforced: enforced, SandboxNotes: notes})); err != nil {
 		return fmt.Errorf("agent: send hello: %w", err)
 	}
-	// Frames are read and dispatched on one goroutine (handle never blocks on a command):
-	// a frame passed to another goroutine first would wait for it to be scheduled.
-	frames := make(chan error, 1)
-	go func() { frames <- s.serveFrames(bufio.NewReaderSize(r, 64<<10)) }()
+	// Frames are read and dispatched by one reader at a time, in order (handle never blocks
+	// on a command): a goroutine, or a restricted thread of the sandbox (reader.go).
+	s.in, s.lend = s.stream(r)
+	s.ended = make(chan error, 1)
+	go s.readHello()
 	defer s.stopAll()
 	select {
 	case <-ctx.Done():
 		return nil
-	case err := <-frames:
+	case err := <-s.ended:
 		return err
-	}
-}
-
-// serveFrames reads frames until r ends (nil) or a frame breaks the protocol.
-func (s *server) serveFrames(r io.Reader) error {
-	greeted := false
-	for {
-		f, err := readFrame(r)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("agent: read: %w", err)
-		}
-		if !greeted {
-			if err := checkHello(f, "client"); err != nil {
-				return err
-			}
-			greeted = true
-			continue
-		}
-		if err := s.handle(f); err != nil {
-			return err
-		}
 	}
 }
 
@@ -130,9 +107,15 @@ type server struct {
 	wg      sync.WaitGroup
 
 	// env is the environment of the last start that carried one, kept for the starts that
-	// ask for the same (envKept); only handle's goroutine uses them.
+	// ask for the same (envKept); only the reader of the moment uses them.
 	env     []string
 	envKept bool
+
+	// in is the stream of requests, read by one reader at a time (reader.go), which ends
+	// the serving by sending on ended; lend says readers are restricted threads.
+	in    *bufio.Reader
+	lend  bool
+	ended chan error
 }
 
 // track counts one more request goroutine for stopAll to wait for; false once the server is
@@ -166,22 +149,14 @@ func (s *server) handle(f frame) error {
 	s.mu.Unlock()
 	switch f.typ {
 	case frameStart:
-		if p != nil || f.id == 0 {
-			return fmt.Errorf("%w: request id %d reused", ErrMalformedFrame, f.id)
+		p, m, err := s.accept(f, p)
+		if p != nil {
+			if s.opts.TouchFile != "" {
+				touch(s.opts.TouchFile)
+			}
+			s.start(p, m)
 		}
-		m, err := s.decodeStart(f.payload)
-		if err != nil {
-			// The stream is intact: refuse this request only.
-			return s.send(frameExit, f.id, mustJSON(exitMsg{ExitCode: -1, Error: err.Error(), ErrorKind: kindInvalid}))
-		}
-		p = newProc(f.id, m.Stdin)
-		if !s.track() {
-			return nil
-		}
-		s.mu.Lock()
-		s.procs[f.id] = p
-		s.mu.Unlock()
-		s.start(p, m)
+		return err
 	case frameStdin:
 		if p != nil {
 			p.in.push(f.payload)
@@ -204,6 +179,28 @@ func (s *server) handle(f frame) error {
 		return fmt.Errorf("%w: unexpected %q from client", ErrMalformedFrame, f.typ)
 	}
 	return nil
+}
+
+// accept takes a start frame's request, with running the request of the same id if there is
+// one: it returns the request to start, or nil when it was refused (the refusal is sent) or
+// dropped (the server is stopping); only a broken protocol is an error.
+func (s *server) accept(f frame, running *proc) (*proc, startMsg, error) {
+	if running != nil || f.id == 0 {
+		return nil, startMsg{}, fmt.Errorf("%w: request id %d reused", ErrMalformedFrame, f.id)
+	}
+	m, err := s.decodeStart(f.payload)
+	if err != nil {
+		// The stream is intact: refuse this request only.
+		return nil, m, s.send(frameExit, f.id, mustJSON(exitMsg{ExitCode: -1, Error: err.Error(), ErrorKind: kindInvalid}))
+	}
+	p := newProc(f.id, m.Stdin)
+	if !s.track() {
+		return nil, m, nil
+	}
+	s.mu.Lock()
+	s.procs[f.id] = p
+	s.mu.Unlock()
+	return p, m, nil
 }
 
 // decodeStart decodes a start frame's message, giving one that asks for the same
@@ -247,9 +244,6 @@ func (s *server) stopAll() {
 // is waiting for a job, where one is and the request needs nothing the restricted thread
 // cannot do (see onWorker), else on a goroutine of its own.
 func (s *server) start(p *proc, m startMsg) {
-	if s.opts.TouchFile != "" {
-		touch(s.opts.TouchFile)
-	}
 	if s.onWorker(m) {
 		// A worker that could not restrict its thread hands the request back: it then takes
 		// the ordinary road, which reports that.
@@ -429,6 +423,15 @@ func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer, onWorker
 			_ = r.Close() // the child holds its own copy
 			go p.in.pump(w, func(n int) { s.grant(p.id, n) })
 			stdinW = nil
+		}
+	}
+	if p.handOn != nil {
+		started := spec.Started
+		spec.Started = func() {
+			if started != nil {
+				started()
+			}
+			p.handOn()
 		}
 	}
 	// Listed from before the fork: the child may connect before its PID is known.

@@ -101,7 +101,7 @@ func Main(prog string, args []string, in io.Reader, out, errw io.Writer) int {
 	prewarmThreads(threads)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	if err := agent.Serve(ctx, agent.Pollable(in), out, agent.ServeOptions{Shell: *shell, TouchFile: *touch, Sandbox: sb, TempDir: tmp, Spawner: spawner}); err != nil {
+	if err := agent.Serve(ctx, in, out, agent.ServeOptions{Shell: *shell, TouchFile: *touch, Sandbox: sb, TempDir: tmp, Spawner: spawner}); err != nil {
 		return say("", err)
 	}
 	return 0
