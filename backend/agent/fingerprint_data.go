@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "6fcea4447794f840608697c3981ddcd1a4b991650f41819627012be0d22ff2bf"
+const SourceFingerprint = "5d647e9fc5a783fa5b483caeac6b0e01c08b990f4af6eef58bcea736ec99ce61"

@@ -67,10 +67,10 @@ func sandboxedPair(t *testing.T) (*Client, int, string) {
 }
 
 // TestRequestsReadOnRestrictedThreads: where commands start from the sandbox's restricted
-// threads, the thread that waits for the next request is one of them, in a read(2) of the
-// stream (reader.go), so that a command needs no hand-over to another thread. Commands one
-// after another, at once, with standard input and cancelled, all work with the reading
-// passed from thread to thread, and the reader stays a restricted thread throughout.
+// threads, the thread that waits for the request after a command's is one of them, in a
+// read(2) of the stream (reader.go), so that a command needs no hand-over to another
+// thread. Commands one after another, at once, with standard input and cancelled, all work
+// with the reading passed from thread to thread and to a goroutine and back.
 func TestRequestsReadOnRestrictedThreads(t *testing.T) {
 	c, fd, dir := sandboxedPair(t)
 	ctx := ctxFor(t)
@@ -109,6 +109,11 @@ func TestRequestsReadOnRestrictedThreads(t *testing.T) {
 	_, _ = c.Exec(cctx, req("sleep 30"))
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("a cancelled command ran on for %v", took)
+	}
+	// After frames other than starts (stdin, a cancel) a goroutine reads; after the next
+	// command's start, a restricted thread again.
+	if res, err := c.Exec(ctx, req("echo again")); err != nil || string(res.Stdout) != "again\n" {
+		t.Fatalf("after the cancel: %v %q %q", err, res.Stdout, res.Stderr)
 	}
 	checkReader(t, fd)
 }

@@ -64,7 +64,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 	}
 	// Frames are read and dispatched by one reader at a time, in order (handle never blocks
 	// on a command): a goroutine, or a restricted thread of the sandbox (reader.go).
-	s.in, s.lend = s.stream(r)
+	s.in, s.src = s.stream(r)
 	s.ended = make(chan error, 1)
 	go s.readHello()
 	defer s.stopAll()
@@ -112,9 +112,9 @@ type server struct {
 	envKept bool
 
 	// in is the stream of requests, read by one reader at a time (reader.go), which ends
-	// the serving by sending on ended; lend says readers are restricted threads.
+	// the serving by sending on ended; src is its source when restricted threads may read.
 	in    *bufio.Reader
-	lend  bool
+	src   *source
 	ended chan error
 }
 
