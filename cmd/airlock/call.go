@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -50,10 +51,44 @@ func runCall(args []string, s stdio) int {
 		return 0
 	}
 	results := sess.RunBatch(ctx, calls)
-	if err := enc.Encode(results); err != nil {
+	if err := writeResults(s.out, results); err != nil {
 		return fail(s, fmt.Errorf("stdout: %w", err))
 	}
 	return 0
+}
+
+// writeResults writes results as one indented JSON array, as json.Encoder with an indent of
+// two spaces would, but one result at a time, each let go once written: a batch of 10,000
+// results encoded whole held a buffer of its ~30 MB of JSON, and every result, until the
+// last byte was written.
+func writeResults(w io.Writer, results []pipeline.Result) error {
+	if len(results) == 0 {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if _, err := bw.WriteString("[\n  "); err != nil {
+		return err
+	}
+	for i := range results {
+		b, err := json.MarshalIndent(&results[i], "  ", "  ")
+		if err != nil {
+			return err
+		}
+		results[i] = pipeline.Result{}
+		sep := ",\n  "
+		if i == len(results)-1 {
+			sep = "\n]\n"
+		}
+		if _, err := bw.Write(b); err != nil {
+			return err
+		}
+		if _, err := bw.WriteString(sep); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
 }
 
 // parseCalls reads one call, an array of calls, or an OpenAI assistant message with
