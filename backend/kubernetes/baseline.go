@@ -26,7 +26,7 @@ var _ backend.StartBaseliner = (*Env)(nil)
 func (e *Env) StartBaseline(ctx context.Context) (*backend.Baseline, error) {
 	var mu sync.Mutex
 	var made []string
-	pods := e.cl.cs.CoreV1().Pods(e.cl.namespace)
+	pods := e.cl.pods()
 	reset := func(ctx context.Context) error {
 		mu.Lock()
 		names := made
@@ -78,7 +78,7 @@ func (e *Env) pollRunning(ctx context.Context, name string) error {
 	defer cancel()
 	delay := 50 * time.Millisecond
 	for {
-		p, err := e.cl.cs.CoreV1().Pods(e.cl.namespace).Get(ctx, name, metav1.GetOptions{})
+		p, err := e.cl.pods().Get(ctx, name, metav1.GetOptions{})
 		if err == nil && p.Status.Phase == corev1.PodRunning && containerRunning(p) {
 			return nil
 		}

@@ -7,15 +7,15 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// cluster is a connection to one API server: the typed client, the REST config the exec
-// streams are opened with, and the namespace pods live in.
+// cluster is a connection to one API server: the REST clients of the groups the backend
+// calls (api.go), the REST config the exec streams are opened with, and the namespace pods
+// live in.
 type cluster struct {
-	cs        *kubernetes.Clientset
+	api       apiClients
 	rest      *rest.Config
 	namespace string
 	host      string // the API server's address, for messages
@@ -29,7 +29,7 @@ func connect(c Config) (*cluster, error) {
 		return nil, err
 	}
 	rc.QPS, rc.Burst = 50, 100
-	cs, err := kubernetes.NewForConfig(rc)
+	api, err := newAPIClients(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: client: %w", err)
 	}
@@ -39,7 +39,7 @@ func connect(c Config) (*cluster, error) {
 	if ns == "" {
 		ns = "default"
 	}
-	return &cluster{cs: cs, rest: rc, namespace: ns, host: rc.Host}, nil
+	return &cluster{api: api, rest: rc, namespace: ns, host: rc.Host}, nil
 }
 
 func restConfig(c Config) (*rest.Config, string, error) {

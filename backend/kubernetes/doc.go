@@ -1,5 +1,6 @@
 // Package kubernetes runs commands in a hardened pod per session on a Kubernetes cluster,
-// through client-go's typed API (never kubectl).
+// through client-go's REST client (never kubectl) with a scheme of only the API groups it
+// calls, not the clientset: see api.go for why.
 //
 // It is the Docker backend's shape with pods instead of containers, for users who run
 // sandboxes on the cluster they already operate. Each session gets one plain pod labelled

@@ -149,7 +149,7 @@ func (e *Env) touch() {
 		ctx, cancel := context.WithTimeout(e.rep.Life(), apiTimeout)
 		defer cancel()
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, annLastUse, time.Now().UTC().Format(time.RFC3339))
-		_, err := e.cl.cs.CoreV1().Pods(e.cl.namespace).Patch(ctx, e.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		_, err := e.cl.pods().Patch(ctx, e.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			e.log.Debug("last-use annotation not updated", "error", err)
 		}

@@ -45,7 +45,7 @@ func GC(ctx context.Context, c Config, opts backend.GCOptions) ([]backend.GCItem
 		opts.MinAge = time.Minute
 	}
 	lctx, cancel := context.WithTimeout(ctx, apiTimeout)
-	list, err := cl.cs.CoreV1().Pods(cl.namespace).List(lctx, metav1.ListOptions{LabelSelector: labelOwner + "=" + ownerValue})
+	list, err := cl.pods().List(lctx, metav1.ListOptions{LabelSelector: labelOwner + "=" + ownerValue})
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: list pods in %s at %s: %w", cl.namespace, cl.host, err)
@@ -117,13 +117,13 @@ func gcReason(p *corev1.Pod, opts backend.GCOptions, hostname string, now time.T
 func gcDelete(ctx context.Context, cl *cluster, p *corev1.Pod) error {
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	err := cl.cs.CoreV1().Pods(cl.namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+	err := cl.pods().Delete(ctx, p.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: ptr.To[int64](0), Preconditions: metav1.NewUIDPreconditions(string(p.UID)),
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("kubernetes: delete pod %s/%s: %w", cl.namespace, p.Name, err)
 	}
-	err = cl.cs.NetworkingV1().NetworkPolicies(cl.namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
+	err = cl.policies().Delete(ctx, p.Name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("kubernetes: delete network policy %s/%s: %w", cl.namespace, p.Name, err)
 	}
@@ -134,7 +134,7 @@ func gcDelete(ctx context.Context, cl *cluster, p *corev1.Pod) error {
 func gcPolicies(ctx context.Context, cl *cluster, alive map[string]bool, opts backend.GCOptions) []backend.GCItem {
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	policies := cl.cs.NetworkingV1().NetworkPolicies(cl.namespace)
+	policies := cl.policies()
 	list, err := policies.List(ctx, metav1.ListOptions{LabelSelector: labelOwner + "=" + ownerValue})
 	if err != nil {
 		return []backend.GCItem{{Name: "network policies in " + cl.namespace, Err: err}}

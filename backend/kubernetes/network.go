@@ -58,7 +58,7 @@ func (e *Env) ensureNetworkPolicy(ctx context.Context) error {
 func (e *Env) createNetworkPolicy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	_, err := e.cl.cs.NetworkingV1().NetworkPolicies(e.cl.namespace).Create(ctx, e.networkPolicy(), metav1.CreateOptions{})
+	_, err := e.cl.policies().Create(ctx, e.networkPolicy(), metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return e.apiErr("create network policy", err)
 	}
@@ -68,7 +68,7 @@ func (e *Env) createNetworkPolicy(ctx context.Context) error {
 func (e *Env) deleteNetworkPolicy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	err := e.cl.cs.NetworkingV1().NetworkPolicies(e.cl.namespace).Delete(ctx, e.name, metav1.DeleteOptions{})
+	err := e.cl.policies().Delete(ctx, e.name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return e.apiErr("delete network policy", err)
 	}
@@ -172,7 +172,7 @@ func (e *Env) runtimeClassNote() string {
 	}
 	ctx, cancel := context.WithTimeout(e.rep.Life(), 5*time.Second)
 	defer cancel()
-	rc, err := e.cl.cs.NodeV1().RuntimeClasses().Get(ctx, e.cfg.RuntimeClass, metav1.GetOptions{})
+	rc, err := e.cl.runtimeClasses().Get(ctx, e.cfg.RuntimeClass, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return "runtime class " + e.cfg.RuntimeClass + " does not exist in the cluster"

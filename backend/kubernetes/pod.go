@@ -180,7 +180,7 @@ func labelValue(s string) string {
 // ensurePod returns a running pod with this configuration: the existing one when its
 // fingerprint matches and it runs, else a new one. note says what was done.
 func (e *Env) ensurePod(ctx context.Context) (*corev1.Pod, string, error) {
-	pods := e.cl.cs.CoreV1().Pods(e.cl.namespace)
+	pods := e.cl.pods()
 	for attempt := 0; attempt < 3; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, apiTimeout)
 		p, err := pods.Get(actx, e.name, metav1.GetOptions{})
@@ -239,7 +239,7 @@ func containerRunning(p *corev1.Pod) bool {
 func (e *Env) waitRunning(ctx context.Context) (*corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.PodStartTimeout.D())
 	defer cancel()
-	pods := e.cl.cs.CoreV1().Pods(e.cl.namespace)
+	pods := e.cl.pods()
 	delay := 50 * time.Millisecond
 	var last *corev1.Pod
 	for {
@@ -323,7 +323,7 @@ func (e *Env) podEvents(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
 	sel := fields.Set{"involvedObject.name": e.name, "involvedObject.kind": "Pod"}.AsSelector().String()
-	list, err := e.cl.cs.CoreV1().Events(e.cl.namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	list, err := e.cl.events().List(ctx, metav1.ListOptions{FieldSelector: sel})
 	if err != nil {
 		return ""
 	}
@@ -347,7 +347,7 @@ func (e *Env) podEvents(ctx context.Context) string {
 // deletePod deletes the pod with the given UID (never a successor of the same name) and,
 // when wait is set, waits until it is gone, within pod_start_timeout.
 func (e *Env) deletePod(ctx context.Context, uid types.UID, wait bool) error {
-	pods := e.cl.cs.CoreV1().Pods(e.cl.namespace)
+	pods := e.cl.pods()
 	opts := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
 	if uid != "" {
 		opts.Preconditions = metav1.NewUIDPreconditions(string(uid))

@@ -44,7 +44,7 @@ func (e *Env) Claim(ctx context.Context, session string) error {
 	case a == nil || !a.alive():
 		return fmt.Errorf("kubernetes: claim %s: its resident helper has ended", e.name)
 	}
-	pods := e.cl.cs.CoreV1().Pods(e.cl.namespace)
+	pods := e.cl.pods()
 	for range claimAttempts {
 		actx, cancel := context.WithTimeout(ctx, apiTimeout)
 		p, err := pods.Get(actx, e.name, metav1.GetOptions{})

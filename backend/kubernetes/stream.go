@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 
@@ -27,11 +26,10 @@ type execStreams struct {
 // non-zero must not be run twice. It returns the command's exit code; an error means the
 // stream could not be opened or broke.
 func (e *Env) podExec(ctx context.Context, pod string, cmd []string, s execStreams) (int, error) {
-	req := e.cl.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(e.cl.namespace).Name(pod).
-		SubResource("exec").VersionedParams(&corev1.PodExecOptions{
+	req := e.cl.execRequest(pod, &corev1.PodExecOptions{
 		Container: containerName, Command: cmd,
 		Stdin: s.stdin != nil, Stdout: s.stdout != nil, Stderr: s.stderr != nil,
-	}, scheme.ParameterCodec)
+	})
 	ws, err := remotecommand.NewWebSocketExecutor(e.cl.rest, "GET", req.URL().String())
 	if err != nil {
 		return 0, fmt.Errorf("kubernetes exec: websocket: %w", err)

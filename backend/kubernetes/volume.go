@@ -71,7 +71,7 @@ func (e *Env) ensureClaim(ctx context.Context) error {
 	if !e.usesClaim() {
 		return nil
 	}
-	claims := e.cl.cs.CoreV1().PersistentVolumeClaims(e.cl.namespace)
+	claims := e.cl.claims()
 	actx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
 	_, err := claims.Create(actx, e.claimObject(), metav1.CreateOptions{})
@@ -97,7 +97,7 @@ func (e *Env) ensureClaim(ctx context.Context) error {
 // waitClaimGone waits, within pod_start_timeout, for a claim being deleted to go, then
 // makes it again: a claim in deletion cannot be mounted.
 func (e *Env) waitClaimGone(ctx context.Context) error {
-	claims := e.cl.cs.CoreV1().PersistentVolumeClaims(e.cl.namespace)
+	claims := e.cl.claims()
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.PodStartTimeout.D())
 	defer cancel()
 	for {
@@ -123,7 +123,7 @@ func (e *Env) deleteClaim(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	err := e.cl.cs.CoreV1().PersistentVolumeClaims(e.cl.namespace).Delete(ctx, e.name, metav1.DeleteOptions{})
+	err := e.cl.claims().Delete(ctx, e.name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return e.apiErr("delete workspace claim", err)
 	}
@@ -142,7 +142,7 @@ func (e *Env) workspaceFate() string {
 func gcClaims(ctx context.Context, cl *cluster, alive map[string]bool, opts backend.GCOptions) []backend.GCItem {
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	claims := cl.cs.CoreV1().PersistentVolumeClaims(cl.namespace)
+	claims := cl.claims()
 	list, err := claims.List(ctx, metav1.ListOptions{LabelSelector: labelOwner + "=" + ownerValue})
 	if err != nil {
 		return []backend.GCItem{{Name: "persistentvolumeclaims in " + cl.namespace, Err: err}}

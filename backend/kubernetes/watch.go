@@ -17,7 +17,7 @@ import (
 func (e *Env) watchPod() {
 	sel := fields.OneTermEqualSelector("metadata.name", e.name).String()
 	for e.rep.Life().Err() == nil {
-		w, err := e.cl.cs.CoreV1().Pods(e.cl.namespace).Watch(e.rep.Life(), metav1.ListOptions{FieldSelector: sel})
+		w, err := e.cl.pods().Watch(e.rep.Life(), metav1.ListOptions{FieldSelector: sel})
 		if err == nil {
 			for ev := range w.ResultChan() {
 				p, ok := ev.Object.(*corev1.Pod)
