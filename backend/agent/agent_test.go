@@ -26,10 +26,17 @@ func pair(t testing.TB) *Client {
 	t.Helper()
 	sr, cw := io.Pipe()
 	cr, sw := io.Pipe()
+	return serveFor(t, sr, sw, cr, cw, ServeOptions{}, func() { _ = sw.CloseWithError(io.EOF) })
+}
+
+// serveFor serves opts on sr and sw and returns a client on cr and cw; when the test ends
+// the client is closed and Serve must return (then done runs) without an error.
+func serveFor(t testing.TB, sr io.Reader, sw io.Writer, cr io.Reader, cw io.WriteCloser, opts ServeOptions, done func()) *Client {
+	t.Helper()
 	served := make(chan error, 1)
 	go func() {
-		err := Serve(context.Background(), sr, sw, ServeOptions{})
-		_ = sw.CloseWithError(io.EOF)
+		err := Serve(context.Background(), sr, sw, opts)
+		done()
 		served <- err
 	}()
 	c := NewClient(cr, cw, ClientOptions{})
@@ -45,6 +52,21 @@ func pair(t testing.TB) *Client {
 		}
 	})
 	return c
+}
+
+// osPipes returns two OS pipes, as the helper's stream is: the server's end to read and its
+// end to write, then the client's.
+func osPipes(t testing.TB) (sr, sw, cr, cw *os.File) {
+	t.Helper()
+	sr, cw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, sw, err = os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sr, sw, cr, cw
 }
 
 func ctxFor(t testing.TB) context.Context {

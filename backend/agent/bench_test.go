@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -46,14 +45,7 @@ func BenchmarkExecTrue(b *testing.B) {
 			}
 			// OS pipes, as the helper's stream is: requests are then read as the helper
 			// reads them (reader.go).
-			sr, cw, err := os.Pipe()
-			if err != nil {
-				b.Fatal(err)
-			}
-			cr, sw, err := os.Pipe()
-			if err != nil {
-				b.Fatal(err)
-			}
+			sr, sw, cr, cw := osPipes(b)
 			go func() { _ = Serve(context.Background(), sr, sw, opts); _ = sw.Close() }()
 			c := NewClient(cr, cw, ClientOptions{})
 			defer c.Close()

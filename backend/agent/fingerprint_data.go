@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "5d647e9fc5a783fa5b483caeac6b0e01c08b990f4af6eef58bcea736ec99ce61"
+const SourceFingerprint = "6454a6307eacf25934103ac5635ef9cbe5056fe717de51b8f8c05ad10260efd3"

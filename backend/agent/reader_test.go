@@ -35,34 +35,10 @@ func sandboxedPair(t *testing.T) (*Client, int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sr, cw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cr, sw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sr, sw, cr, cw := osPipes(t)
 	fd := int(sr.Fd()) // before Serve: the helper's standard input is as blocking as this
-	served := make(chan error, 1)
-	go func() {
-		err := Serve(context.Background(), sr, sw, ServeOptions{Sandbox: sb})
-		_ = sw.Close()
-		served <- err
-	}()
-	c := NewClient(cr, cw, ClientOptions{})
-	t.Cleanup(func() {
-		_ = c.Close()
-		select {
-		case err := <-served:
-			if err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("serve did not return after the client closed")
-		}
-		sb.Close()
-	})
+	t.Cleanup(func() { sb.Close() })
+	c := serveFor(t, sr, sw, cr, cw, ServeOptions{Sandbox: sb}, func() { _ = sw.Close() })
 	return c, fd, dir
 }
 
