@@ -163,9 +163,16 @@ var errNameTaken = errors.New("container name taken")
 // started is removed at once.
 func (e *Env) create(ctx context.Context) (string, error) {
 	cc, hc := e.spec.engine(e.labels())
-	cctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	// Not cut short by ctx, only bounded by apiTimeout: a create that the daemon carried out
+	// after this side gave up waiting (a warm pool closing while a member was being made)
+	// left a container whose ID no one learnt, and a removal by name could come before it
+	// existed. Once the create has answered, a cancelled ctx removes what it made.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), apiTimeout)
 	resp, err := e.cli.ContainerCreate(cctx, cc, hc, nil, nil, e.name)
 	cancel()
+	if err == nil && ctx.Err() != nil {
+		return "", errors.Join(fmt.Errorf("docker: create %s: %w", e.name, ctx.Err()), e.remove(ctx, resp.ID))
+	}
 	switch {
 	case cerrdefs.IsConflict(err):
 		return "", fmt.Errorf("docker: create %s: %w", e.name, errNameTaken)
