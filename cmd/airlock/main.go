@@ -14,7 +14,8 @@ import (
 	"sort"
 	"syscall"
 
-	"github.com/airlock-dev/airlock/internal/gctune"
+	// The collector is relaxed for start-up from package initialisation on.
+	_ "github.com/airlock-dev/airlock/internal/gctune/startup"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand's name and returns
@@ -45,18 +46,7 @@ func main() {
 	// command would outlive its timeout and its receipt would never be written. Writes to a
 	// closed pipe fail instead, and are ignored where output is only a copy.
 	signal.Ignore(syscall.SIGPIPE)
-	gctune.StartUp(steadyGC(os.Args[1:]))
 	os.Exit(run(os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}))
-}
-
-// steadyGC is the collector's setting for the command args runs once start-up is over:
-// gctune.Serve for `airlock serve`, which answers calls for hours; nil (the runtime's
-// defaults) for the rest.
-func steadyGC(args []string) *gctune.Settings {
-	if len(args) > 0 && args[0] == "serve" {
-		return &gctune.Serve
-	}
-	return nil
 }
 
 func run(args []string, s stdio) int {

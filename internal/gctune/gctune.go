@@ -31,6 +31,15 @@ var (
 	Helper = Settings{Percent: 400, Limit: 64 << 20}
 )
 
+// For is the steady setting for the airlock command args once start-up is over: Serve for
+// `airlock serve`, which answers calls for hours; nil (the runtime's defaults) for the rest.
+func For(args []string) *Settings {
+	if len(args) > 0 && args[0] == "serve" {
+		return &Serve
+	}
+	return nil
+}
+
 // FromEnvironment reports whether GOGC or GOMEMLIMIT is set in the environment.
 func FromEnvironment() bool {
 	return os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != ""
