@@ -23,6 +23,7 @@ import (
 	"github.com/airlock-dev/airlock/receipt"
 	"github.com/airlock-dev/airlock/shellrisk"
 	"github.com/airlock-dev/airlock/telemetry"
+	"github.com/airlock-dev/airlock/terminal"
 	"github.com/airlock-dev/airlock/tool"
 )
 
@@ -207,6 +208,10 @@ func New(ctx context.Context, cfg *configs.Config, opts ...Option) (*Engine, err
 	// mostly waits for another process; the gate takes it, built, when assembled.
 	if cfg.Approvals.Rules.IsZero() {
 		go func() { _, _ = shellrisk.NewClassifier(shellrisk.RulesConfig{}) }()
+	}
+	// So are the command tool's schemas (~0.9 ms), which its first call would compile.
+	if e.enabled(terminal.Toolset) {
+		go tool.Warm(terminal.Definition(terminal.Options{}))
 	}
 	if e.envs, err = openEnvironments(ctx, cfg, e.log, e.metrics, o.private); err != nil {
 		_ = e.ledger.Close()

@@ -38,16 +38,42 @@ func compileSchemas(d Definition) func() (compiled, error) {
 	return sync.OnceValues(func() (compiled, error) {
 		var c compiled
 		var err error
-		if c.input, err = schema.CompileJSON(d.Name+".input", d.InputSchema); err != nil {
+		if c.input, err = compileOnce(d.Name+".input", d.InputSchema); err != nil {
 			return c, fmt.Errorf("tool %q: input schema: %w", d.Name, err)
 		}
 		if len(d.OutputSchema) > 0 {
-			if c.output, err = schema.CompileJSON(d.Name+".output", d.OutputSchema); err != nil {
+			if c.output, err = compileOnce(d.Name+".output", d.OutputSchema); err != nil {
 				return c, fmt.Errorf("tool %q: output schema: %w", d.Name, err)
 			}
 		}
 		return c, nil
 	})
+}
+
+// compiledSchemas holds every schema this process compiled, by name and source: a compiled
+// schema is never changed, so the tools of every engine of the process share it, and a
+// schema compiled ahead of its tool's first call (Warm) serves that call.
+var compiledSchemas sync.Map // name + "\x00" + source → func() (*schema.Schema, error)
+
+func compileOnce(name string, src []byte) (*schema.Schema, error) {
+	key := name + "\x00" + string(src)
+	f, ok := compiledSchemas.Load(key)
+	if !ok {
+		f, _ = compiledSchemas.LoadOrStore(key, sync.OnceValues(func() (*schema.Schema, error) {
+			return schema.CompileJSON(name, src)
+		}))
+	}
+	return f.(func() (*schema.Schema, error))()
+}
+
+// Warm compiles d's schemas now, for a caller that has time while it waits for something
+// else (a cold `airlock exec` while its helper starts): the tool's first call then finds
+// them compiled. Errors are left to that call.
+func Warm(d Definition) {
+	_, _ = compileOnce(d.Name+".input", d.InputSchema)
+	if len(d.OutputSchema) > 0 {
+		_, _ = compileOnce(d.Name+".output", d.OutputSchema)
+	}
 }
 
 // ValidateInput checks arguments and reports every violation under "arguments". A tool whose

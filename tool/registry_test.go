@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/airlock-dev/airlock/schema"
 )
 
 func nopHandler(context.Context, *Invocation) (*Output, error) { return &Output{}, nil }
@@ -126,5 +128,47 @@ func TestBrokenSchemaRefusesCalls(t *testing.T) {
 		if vs := tl.ValidateOutput(map[string]any{"n": 3}); len(vs) == 0 {
 			t.Errorf("%s: ValidateOutput accepted output of a tool whose schemas do not compile", tc.name)
 		}
+	}
+}
+
+// TestWarmServesTheFirstCall: schemas compiled by Warm before a tool is registered are the
+// ones its first call uses (not compiled again), in every registry of the process; a broken
+// schema warmed is still refused at the call.
+func TestWarmServesTheFirstCall(t *testing.T) {
+	d := def("warmed")
+	d.InputSchema = json.RawMessage(`{"type":"object","properties":{"warm":{"type":"string"}}}`)
+	Warm(d)
+	f, ok := compiledSchemas.Load(d.Name + ".input\x00" + string(d.InputSchema))
+	if !ok {
+		t.Fatal("Warm compiled nothing")
+	}
+	warm, err := f.(func() (*schema.Schema, error))()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		r := NewRegistry()
+		if err := r.Register(d); err != nil {
+			t.Fatal(err)
+		}
+		tl, _ := r.Lookup(d.Name)
+		c, err := tl.schemas()
+		if err != nil || c.input != warm {
+			t.Fatalf("registry %d: the first call compiled its own schema (%p, want %p): %v", i, c.input, warm, err)
+		}
+		if vs := tl.ValidateInput(json.RawMessage(`{"warm":1}`)); len(vs) == 0 {
+			t.Errorf("registry %d: a warmed schema accepted a number for a string", i)
+		}
+	}
+	bad := def("warmed_broken")
+	bad.InputSchema = json.RawMessage(`{"type":5}`)
+	Warm(bad)
+	r := NewRegistry()
+	if err := r.Register(bad); err != nil {
+		t.Fatal(err)
+	}
+	tl, _ := r.Lookup(bad.Name)
+	if vs := tl.ValidateInput(json.RawMessage(`{}`)); len(vs) == 0 {
+		t.Error("a broken schema, warmed, accepted a call")
 	}
 }
