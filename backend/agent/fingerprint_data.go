@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "6454a6307eacf25934103ac5635ef9cbe5056fe717de51b8f8c05ad10260efd3"
+const SourceFingerprint = "d506f36d4d1440b1719a157e69a5bf9a3da2a5945dfb0a670058be5c2363956d"

@@ -62,6 +62,8 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 	if err := s.send(frameHello, 0, mustJSON(hello{Version: ProtocolVersion, Role: "server", PID: os.Getpid(), Source: strings.TrimPrefix(sourceRecorded, sourceMarker), SandboxEnforced: enforced, SandboxNotes: notes})); err != nil {
 		return fmt.Errorf("agent: send hello: %w", err)
 	}
+	// The restricted threads commands start from are made while the client gets ready.
+	s.opts.Sandbox.Warm()
 	// Frames are read and dispatched by one reader at a time, in order (handle never blocks
 	// on a command): a goroutine, or a restricted thread of the sandbox (reader.go).
 	s.in, s.src = s.stream(r)

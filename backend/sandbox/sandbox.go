@@ -479,6 +479,29 @@ func (s *Sandbox) Lend(fn func(w *Worker, restricted error)) error {
 	}
 }
 
+// Warm makes the current generation's spare workers now rather than for the first command:
+// the helper calls it once it has said hello, so that their threads restrict themselves
+// (a few hundred microseconds each) while its client gets ready, and the first command finds
+// one waiting. It does not wait for them.
+func (s *Sandbox) Warm() {
+	if !s.Enforced() {
+		return
+	}
+	g, err := s.currentOr(false)
+	if err != nil || g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done || g.started {
+		return
+	}
+	g.started = true
+	for i := 0; i < spareThreads; i++ {
+		g.idle = append(g.idle, g.spawnLocked())
+	}
+}
+
 // takeIdle returns an idle worker, or nil when none is (or the generation is retired).
 func (g *generation) takeIdle() *worker {
 	g.mu.Lock()

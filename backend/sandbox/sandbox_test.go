@@ -421,3 +421,30 @@ func TestLendRunsRestrictedWithoutWaiting(t *testing.T) {
 		t.Error("Lend on a closed sandbox did not fail")
 	}
 }
+
+// TestWarmMakesWorkersAhead: after Warm, a worker waits for a job before any command was
+// run, so Go (which takes only a waiting worker) finds one; without it, Go finds none
+// until a first command made them.
+func TestWarmMakesWorkersAhead(t *testing.T) {
+	f := newFixture(t, sandbox.Network{})
+	if ok, err := f.sb.Go(func(error) {}); ok || err != nil {
+		t.Fatalf("Go found a worker before any was made: %v %v", ok, err)
+	}
+	f.sb.Warm()
+	done := make(chan error, 1)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		ok, err := f.sb.Go(func(restricted error) { done <- restricted })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no worker waited for a job 5 s after Warm")
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the warmed worker is not restricted: %v", err)
+	}
+}
