@@ -64,9 +64,7 @@ func (e *Env) StartBaseline(ctx context.Context) (*backend.Baseline, error) {
 		return errors.Join(errs...)
 	}
 	run := func(ctx context.Context) error {
-		labels := e.labels()
-		cc, hc := e.spec.engine(labels)
-		resp, err := e.cli.ContainerCreate(ctx, cc, hc, nil, nil, e.cfg.ContainerNamePrefix+"raw-"+newSessionID())
+		resp, err := e.createContainer(ctx, e.cfg.ContainerNamePrefix+"raw-"+newSessionID())
 		if err != nil {
 			return fmt.Errorf("docker create: %w", err)
 		}

@@ -162,17 +162,7 @@ var errNameTaken = errors.New("container name taken")
 // create makes and starts a container. One that was created but could not be prepared or
 // started is removed at once.
 func (e *Env) create(ctx context.Context) (string, error) {
-	cc, hc := e.spec.engine(e.labels())
-	// Not cut short by ctx, only bounded by apiTimeout: a create that the daemon carried out
-	// after this side gave up waiting (a warm pool closing while a member was being made)
-	// left a container whose ID no one learnt, and a removal by name could come before it
-	// existed. Once the create has answered, a cancelled ctx removes what it made.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), apiTimeout)
-	resp, err := e.cli.ContainerCreate(cctx, cc, hc, nil, nil, e.name)
-	cancel()
-	if err == nil && ctx.Err() != nil {
-		return "", errors.Join(fmt.Errorf("docker: create %s: %w", e.name, ctx.Err()), e.remove(ctx, resp.ID))
-	}
+	resp, err := e.createContainer(ctx, e.name)
 	switch {
 	case cerrdefs.IsConflict(err):
 		return "", fmt.Errorf("docker: create %s: %w", e.name, errNameTaken)
@@ -192,6 +182,23 @@ func (e *Env) create(ctx context.Context) (string, error) {
 		return "", errors.Join(err, e.remove(ctx, resp.ID))
 	}
 	return resp.ID, nil
+}
+
+// createContainer creates a container of this configuration named name. The create is not
+// cut short by ctx, only bounded by apiTimeout: a create that the daemon carried out after
+// this side gave up waiting (a warm pool closing while a member was being made, a busy
+// daemon) left a container whose ID no one learnt, and a removal by name could come before it
+// existed (TestCreateCutShortLeavesNothing). Once the create has answered, a ctx that ended
+// meanwhile removes what it made and is the error.
+func (e *Env) createContainer(ctx context.Context, name string) (container.CreateResponse, error) {
+	cc, hc := e.spec.engine(e.labels())
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), apiTimeout)
+	resp, err := e.cli.ContainerCreate(cctx, cc, hc, nil, nil, name)
+	cancel()
+	if err == nil && ctx.Err() != nil {
+		return container.CreateResponse{}, errors.Join(ctx.Err(), e.remove(ctx, resp.ID))
+	}
+	return resp, err
 }
 
 // prepareRootfs puts the last-use mark into a new container, before it starts.
