@@ -445,11 +445,14 @@ func (w *Worker) Current() bool {
 // restricts its thread first (a few hundred microseconds, which the caller does not wait
 // for). fn gets its Worker, or, when the thread could not be restricted, nil and why, on a
 // goroutine of its own, and must then start nothing. Unenforced, fn runs on a new goroutine
-// with nil and nil. Lend fails only when the sandbox is closed or a new generation could not
-// be made; fn is then not called.
+// with nil and nil. Lend fails only when the sandbox is closed; fn is then not called.
+//
+// When a stamp changed, the new generation is planned (a walk of the filesystem and a new
+// ruleset) on a goroutine of its own, never on the caller's thread, which may be a
+// restricted one; fn then runs once it is made, or gets nil and the error making it.
 //
 // It is for a function that waits on its thread before it knows what to run (the helper's
-// reader of requests, server.go in backend/agent): the command it then starts from there
+// reader of requests, reader.go in backend/agent): the command it then starts from there
 // needs no hand-over to another thread. A hand-over to a goroutine locked to its thread costs
 // the Go runtime a wake-up of that thread and the passing of a processor to it, tens of
 // microseconds, several times a hand-over between two goroutines.
@@ -458,25 +461,51 @@ func (s *Sandbox) Lend(fn func(w *Worker, restricted error)) error {
 		go fn(nil, nil)
 		return nil
 	}
+	g, err := s.currentOr(false)
+	if err != nil {
+		return err
+	}
+	if g == nil || !g.lend(job{lent: fn}) {
+		go s.lendFresh(fn)
+	}
+	return nil
+}
+
+// lendFresh is Lend's road through a new generation.
+func (s *Sandbox) lendFresh(fn func(w *Worker, restricted error)) {
 	for {
 		g, err := s.current()
 		if err != nil {
-			return err
+			fn(nil, err)
+			return
 		}
-		j := job{lent: fn}
-		if w := g.takeIdle(); w != nil {
-			select {
-			case w.jobs <- j:
-				return nil
-			default:
-				g.put(w) // still restricting its thread: a new one takes j
-			}
+		if g.lend(job{lent: fn}) {
+			return
 		}
-		if g.spawnWith(j) {
-			return nil
-		}
-		// Retired since current returned: the next round takes the new generation.
 	}
+}
+
+// Lend is [Sandbox.Lend] to a worker of w's generation, without looking at the stamps: for
+// a function that asks Current itself before it starts anything (the helper's reader does),
+// so that lending costs no stat. A retired generation lends through the sandbox.
+func (w *Worker) Lend(fn func(w *Worker, restricted error)) error {
+	if w.g.lend(job{lent: fn}) {
+		return nil
+	}
+	return w.s.Lend(fn)
+}
+
+// lend gives j to a worker of g waiting for a job, or to a new one; false once g is retired.
+func (g *generation) lend(j job) bool {
+	if w := g.takeIdle(); w != nil {
+		select {
+		case w.jobs <- j:
+			return true
+		default:
+			g.put(w) // still restricting its thread: a new one takes j
+		}
+	}
+	return g.spawnWith(j)
 }
 
 // Warm makes the current generation's spare workers now rather than for the first command:

@@ -448,3 +448,60 @@ func TestWarmMakesWorkersAhead(t *testing.T) {
 		t.Fatalf("the warmed worker is not restricted: %v", err)
 	}
 }
+
+// TestLendAcrossAStampChange: a worker lends to its own generation without looking at the
+// stamps (Worker.Lend), so after a stamped directory changed the worker it lends to is not
+// Current, and a reader that asks first starts nothing there; the sandbox's Lend, called
+// from that restricted thread, plans the new generation (off the thread) and gives a current
+// worker, which reads the file that replaced a granted one.
+func TestLendAcrossAStampChange(t *testing.T) {
+	f := newFixture(t, sandbox.Network{})
+	type got struct {
+		current bool
+		read    string
+		err     error
+	}
+	res := make(chan got, 2)
+	probe := func(w *sandbox.Worker, restricted error) {
+		if restricted != nil || w == nil {
+			res <- got{err: fmt.Errorf("no restricted thread: %v", restricted)}
+			return
+		}
+		b, err := os.ReadFile(filepath.Join(f.ws, "sub", "ok.txt"))
+		res <- got{current: w.Current(), read: string(b), err: err}
+	}
+	lent, changed := make(chan error, 1), make(chan struct{})
+	if err := f.sb.Lend(func(w *sandbox.Worker, restricted error) {
+		if w == nil {
+			lent <- fmt.Errorf("no restricted thread: %v", restricted)
+			return
+		}
+		<-changed
+		lent <- errors.Join(w.Lend(probe), f.sb.Lend(probe))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The host replaces a granted file while the worker waits (a split directory takes no
+	// new entries from a restricted thread).
+	tmp := filepath.Join(f.ws, "sub", ".ok.tmp")
+	if err := os.WriteFile(tmp, []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(f.ws, "sub", "ok.txt")); err != nil {
+		t.Fatal(err)
+	}
+	close(changed)
+	if err := <-lent; err != nil {
+		t.Fatal(err)
+	}
+	a, b := <-res, <-res
+	if a.current == b.current {
+		t.Fatalf("one worker lent after the change should be current and one not: %+v, %+v", a, b)
+	}
+	if !a.current {
+		a, b = b, a
+	}
+	if a.err != nil || a.read != "new\n" {
+		t.Errorf("the current worker could not read the replaced file: %v %q", a.err, a.read)
+	}
+}
