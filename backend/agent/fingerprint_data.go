@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "d506f36d4d1440b1719a157e69a5bf9a3da2a5945dfb0a670058be5c2363956d"
+const SourceFingerprint = "a784e738f194699810d4451ecd833f2351ca7bfdcad00276bf64d98731654f24"

@@ -114,9 +114,15 @@ func (s *server) readHello() {
 }
 
 // lendReading gives the reading to a restricted thread, or reports false when none can take
-// it (the sandbox is closed, or a new generation could not be made). It does not wait.
-func (s *server) lendReading() bool {
-	if err := s.opts.Sandbox.Lend(s.readOnWorker); err != nil {
+// it (the sandbox is closed). It does not wait. From restricted thread w it lends to one of
+// w's generation without looking at the stamps (the next reader asks Current before it
+// starts anything).
+func (s *server) lendReading(w *sandbox.Worker) bool {
+	lend := s.opts.Sandbox.Lend
+	if w != nil {
+		lend = w.Lend
+	}
+	if err := lend(s.readOnWorker); err != nil {
 		s.opts.Logger.Debug("requests read on a goroutine", "why", err)
 		return false
 	}
@@ -139,7 +145,7 @@ func (s *server) readFrames() {
 			s.end(err)
 			return
 		}
-		if f.typ == frameStart && s.src != nil && s.lendReading() {
+		if f.typ == frameStart && s.src != nil && s.lendReading(nil) {
 			return
 		}
 	}
@@ -186,7 +192,7 @@ func (s *server) readOnWorker(w *sandbox.Worker, _ error) {
 	var once sync.Once
 	p.handOn = func() {
 		once.Do(func() {
-			if !s.lendReading() {
+			if !s.lendReading(w) {
 				go s.readFrames()
 			}
 		})
