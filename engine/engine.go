@@ -204,15 +204,19 @@ func New(ctx context.Context, cfg *configs.Config, opts ...Option) (*Engine, err
 		}
 		e.opts.approver = e.approvals
 	}
-	// The embedded classifier (~4 ms to build) is built beside the environment's start, which
-	// mostly waits for another process; the gate takes it, built, when assembled.
-	if cfg.Approvals.Rules.IsZero() {
-		go func() { _, _ = shellrisk.NewClassifier(shellrisk.RulesConfig{}) }()
-	}
-	// So are the command tool's schemas (~0.9 ms), which its first call would compile.
-	if e.enabled(terminal.Toolset) {
-		go tool.Warm(terminal.Definition(terminal.Options{}))
-	}
+	// The embedded classifier (~4 ms to build) and the command tool's schemas (~0.9 ms,
+	// which its first call would compile) are made beside the environment's start, which
+	// mostly waits for another process; the gate and the tool take them, made, later. One
+	// goroutine, one after the other: on two cores the helper starting needs the other.
+	warmRules, warmTool := cfg.Approvals.Rules.IsZero(), e.enabled(terminal.Toolset)
+	go func() {
+		if warmRules {
+			_, _ = shellrisk.NewClassifier(shellrisk.RulesConfig{})
+		}
+		if warmTool {
+			tool.Warm(terminal.Definition(terminal.Options{}))
+		}
+	}()
 	if e.envs, err = openEnvironments(ctx, cfg, e.log, e.metrics, o.private); err != nil {
 		_ = e.ledger.Close()
 		e.stopMetrics(ctx)
