@@ -13,6 +13,11 @@ import (
 // share.
 const DefaultTimeout = 120 * time.Second
 
+// FileOpTimeout bounds one file operation in the environment, whichever road it takes: a
+// helper's walk by descriptor (a search, which cannot be cancelled) and the command the shell
+// road runs for a read, a write or a search.
+const FileOpTimeout = 2 * time.Minute
+
 // DefaultKillGrace is the time between TERM and KILL when a timed-out or cancelled command's
 // tree is stopped and nothing sets another ([environment] kill_grace).
 const DefaultKillGrace = procgroup.DefaultKillGrace

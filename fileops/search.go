@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/airlock-dev/airlock/backend"
@@ -229,7 +228,7 @@ func (s *searcher) run(ctx context.Context, env backend.Environment, limit int, 
 	// A few lines more than asked show whether there is more, even after hidden ones are
 	// left out.
 	full := append([]string{"sh", "-c", pipeHead, "airlock-search", strconv.Itoa(limit + 1 + hiddenSlack), need}, argv...)
-	res, err := env.Exec(ctx, backend.Request{Argv: full, Timeout: 2 * time.Minute, MaxOutputBytes: 8 << 20})
+	res, err := env.Exec(ctx, backend.Request{Argv: full, Timeout: backend.FileOpTimeout, MaxOutputBytes: 8 << 20})
 	if err != nil {
 		return res, fmt.Errorf("fileops: search: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/pathpolicy"
@@ -151,7 +150,7 @@ type shellFiles struct{ env backend.Environment }
 func (s shellFiles) run(ctx context.Context, script string, stdin []byte, maxOut int64, args ...string) (backend.Result, error) {
 	req := backend.Request{
 		Argv:           append([]string{"sh", "-c", script, "airlock-fileops"}, args...),
-		Timeout:        2 * time.Minute,
+		Timeout:        backend.FileOpTimeout,
 		MaxOutputBytes: maxOut + 4096,
 	}
 	if stdin != nil {

@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "a784e738f194699810d4451ecd833f2351ca7bfdcad00276bf64d98731654f24"
+const SourceFingerprint = "248e00e81d8a5c6756a23991474f027ad5e7fde57ea65f6dab07c55d7da0f537"

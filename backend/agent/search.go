@@ -18,10 +18,6 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 )
 
-// searchTimeout bounds one search (an operation cannot be cancelled); what the shell road's
-// command is given too.
-const searchTimeout = 2 * time.Minute
-
 // searchLineBytes bounds the text sent of one matching line; the file tools cut it to 500
 // characters, which never take more than this.
 const searchLineBytes = 2048
@@ -43,7 +39,7 @@ var errSearchFull = errors.New("search: enough results")
 // read through that descriptor, so that a name swapped for a link while the walk runs is
 // refused, not followed.
 func fileSearch(req backend.FileRequest) (backend.FileResult, error) {
-	s := &searcher{req: req, deadline: time.Now().Add(searchTimeout)}
+	s := &searcher{req: req, deadline: time.Now().Add(backend.FileOpTimeout)}
 	if !req.FilesOnly {
 		re, err := regexp.Compile(req.Pattern)
 		if err != nil {
@@ -134,7 +130,7 @@ func (s *searcher) pruned(name, full string) bool {
 // walk searches the directory dfd (opened for reading) holds, whose path is dir.
 func (s *searcher) walk(dfd int, dir string) error {
 	if time.Now().After(s.deadline) {
-		return fileErr(backend.FileIO, "the search did not finish within %s", searchTimeout)
+		return fileErr(backend.FileIO, "the search did not finish within %s", backend.FileOpTimeout)
 	}
 	// ReadDir reads through a duplicate, so that dfd stays usable for opening the entries.
 	dup, err := unix.Dup(dfd)
