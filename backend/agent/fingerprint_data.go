@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "248e00e81d8a5c6756a23991474f027ad5e7fde57ea65f6dab07c55d7da0f537"
+const SourceFingerprint = "bebeecbdfad68c4ad75c10283ad4a6eb344279fdddedc39c4a2fe1fb6574d56a"

@@ -410,18 +410,7 @@ func (s *Sandbox) Go(fn func(restricted error)) (bool, error) {
 	if err != nil || g == nil {
 		return false, err
 	}
-	w := g.takeIdle()
-	if w == nil {
-		return false, nil
-	}
-	select {
-	case w.jobs <- job{async: fn}:
-		return true, nil
-	default:
-		// Not yet at its job channel (still restricting its thread): left to it.
-		g.put(w)
-		return false, nil
-	}
+	return g.giveIdle(job{lent: func(_ *Worker, restricted error) { fn(restricted) }}), nil
 }
 
 // Worker is the restricted thread a function given to [Sandbox.Lend] runs on.
@@ -497,15 +486,23 @@ func (w *Worker) Lend(fn func(w *Worker, restricted error)) error {
 
 // lend gives j to a worker of g waiting for a job, or to a new one; false once g is retired.
 func (g *generation) lend(j job) bool {
-	if w := g.takeIdle(); w != nil {
-		select {
-		case w.jobs <- j:
-			return true
-		default:
-			g.put(w) // still restricting its thread: a new one takes j
-		}
+	return g.giveIdle(j) || g.spawnWith(j)
+}
+
+// giveIdle gives j to a worker of g waiting for a job; false when none is, or the one taken
+// is not yet at its job channel (still restricting its thread: it is left to that).
+func (g *generation) giveIdle(j job) bool {
+	w := g.takeIdle()
+	if w == nil {
+		return false
 	}
-	return g.spawnWith(j)
+	select {
+	case w.jobs <- j:
+		return true
+	default:
+		g.put(w)
+		return false
+	}
 }
 
 // Warm makes the current generation's spare workers now rather than for the first command:
@@ -522,12 +519,8 @@ func (s *Sandbox) Warm() {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.done || g.started {
-		return
-	}
-	g.started = true
-	for i := 0; i < spareThreads; i++ {
-		g.idle = append(g.idle, g.spawnLocked())
+	if !g.done {
+		g.startLocked()
 	}
 }
 
@@ -554,18 +547,24 @@ func (g *generation) take() *worker {
 	if g.done {
 		return nil
 	}
-	if !g.started {
-		g.started = true
-		for i := 0; i < spareThreads; i++ {
-			g.idle = append(g.idle, g.spawnLocked())
-		}
-	}
+	g.startLocked()
 	if n := len(g.idle); n > 0 {
 		w := g.idle[n-1]
 		g.idle = g.idle[:n-1]
 		return w
 	}
-	return g.spawnLocked()
+	return g.spawnLocked(nil)
+}
+
+// startLocked makes the generation's spare workers, once; g.mu is held and g is not retired.
+func (g *generation) startLocked() {
+	if g.started {
+		return
+	}
+	g.started = true
+	for i := 0; i < spareThreads; i++ {
+		g.idle = append(g.idle, g.spawnLocked(nil))
+	}
 }
 
 // put gives a worker back once its job is over; a retired generation's workers end instead.
@@ -577,11 +576,12 @@ func (g *generation) put(w *worker) {
 	}
 }
 
-// spawnLocked starts a worker of this generation; g.mu is held and g is not retired.
-func (g *generation) spawnLocked() *worker {
+// spawnLocked starts a worker of this generation, with first as its first job when not nil;
+// g.mu is held and g is not retired.
+func (g *generation) spawnLocked(first *job) *worker {
 	w := &worker{jobs: make(chan job)}
 	g.workers.Add(1)
-	go g.worker(w, nil)
+	go g.worker(w, first)
 	return w
 }
 
@@ -594,22 +594,19 @@ func (g *generation) spawnWith(j job) bool {
 		return false
 	}
 	g.started = true // its spare workers are not needed: this one is being made
-	w := &worker{jobs: make(chan job)}
-	g.workers.Add(1)
-	go g.worker(w, &j)
+	g.spawnLocked(&j)
 	return true
 }
 
 // spareThreads is how many restricted threads are made before the first command.
 const spareThreads = 2
 
-// job is one call's function: fn with done for Do and Hold, which wait for its result; async
-// for Go and lent for Lend, which do not.
+// job is one call's function: fn with done for Do and Hold, which wait for its result; lent
+// for Go and Lend, which do not.
 type job struct {
-	fn    func() error
-	done  chan result
-	async func(restricted error)
-	lent  func(w *Worker, restricted error)
+	fn   func() error
+	done chan result
+	lent func(w *Worker, restricted error)
 }
 
 // result is a job's outcome; ran is false when the worker could not restrict its thread
@@ -664,21 +661,15 @@ func (g *generation) worker(w *worker, first *job) {
 // reports whether the worker goes on.
 func (g *generation) run(w *worker, j job, err error) bool {
 	switch {
-	case err != nil && j.async != nil:
-		go j.async(err)
-		return false
 	case err != nil && j.lent != nil:
 		go j.lent(nil, err)
 		return false
 	case err != nil:
 		j.done <- result{err: err}
 		return false
-	case j.async != nil:
+	case j.lent != nil:
 		// Not recovered as Do's are: a panic ends the process, as it would on a goroutine
 		// of its own, rather than leave what fn was doing half done.
-		j.async(nil)
-		g.put(w)
-	case j.lent != nil:
 		j.lent(&Worker{s: g.owner, g: g}, nil)
 		g.put(w)
 	default:
