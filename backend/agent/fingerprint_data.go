@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "bebeecbdfad68c4ad75c10283ad4a6eb344279fdddedc39c4a2fe1fb6574d56a"
+const SourceFingerprint = "35cfcc74e1306f03fb806294a37a94ec68ad4e09df4fe0d4d095075344be60f7"

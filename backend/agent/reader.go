@@ -169,16 +169,10 @@ func (s *server) readOnWorker(w *sandbox.Worker, _ error) {
 		s.handOff(s.handle(f))
 		return
 	}
-	s.mu.Lock()
-	running := s.procs[f.id]
-	s.mu.Unlock()
-	p, m, err := s.accept(f, running)
+	p, m, err := s.accept(f)
 	if err != nil || p == nil {
 		s.handOff(err)
 		return
-	}
-	if s.opts.TouchFile != "" {
-		go touch(s.opts.TouchFile) // not from this thread, which may not write there
 	}
 	if !s.onWorker(m) || !w.Current() {
 		// Not for a restricted thread, or not for this one: its rules are an older

@@ -151,11 +151,8 @@ func (s *server) handle(f frame) error {
 	s.mu.Unlock()
 	switch f.typ {
 	case frameStart:
-		p, m, err := s.accept(f, p)
+		p, m, err := s.accept(f)
 		if p != nil {
-			if s.opts.TouchFile != "" {
-				touch(s.opts.TouchFile)
-			}
 			s.start(p, m)
 		}
 		return err
@@ -183,10 +180,14 @@ func (s *server) handle(f frame) error {
 	return nil
 }
 
-// accept takes a start frame's request, with running the request of the same id if there is
-// one: it returns the request to start, or nil when it was refused (the refusal is sent) or
-// dropped (the server is stopping); only a broken protocol is an error.
-func (s *server) accept(f frame, running *proc) (*proc, startMsg, error) {
+// accept takes a start frame's request: it returns the request to start, or nil when it was
+// refused (the refusal is sent) or dropped (the server is stopping); only a broken protocol
+// is an error. The use mark (TouchFile) is set on a goroutine of its own: the reader may be a
+// restricted thread, which may not write there.
+func (s *server) accept(f frame) (*proc, startMsg, error) {
+	s.mu.Lock()
+	running := s.procs[f.id]
+	s.mu.Unlock()
 	if running != nil || f.id == 0 {
 		return nil, startMsg{}, fmt.Errorf("%w: request id %d reused", ErrMalformedFrame, f.id)
 	}
@@ -202,6 +203,9 @@ func (s *server) accept(f frame, running *proc) (*proc, startMsg, error) {
 	s.mu.Lock()
 	s.procs[f.id] = p
 	s.mu.Unlock()
+	if s.opts.TouchFile != "" {
+		go touch(s.opts.TouchFile)
+	}
 	return p, m, nil
 }
 
