@@ -70,10 +70,7 @@ func compileOnce(name string, src []byte) (*schema.Schema, error) {
 // else (a cold `airlock exec` while its helper starts): the tool's first call then finds
 // them compiled. Errors are left to that call.
 func Warm(d Definition) {
-	_, _ = compileOnce(d.Name+".input", d.InputSchema)
-	if len(d.OutputSchema) > 0 {
-		_, _ = compileOnce(d.Name+".output", d.OutputSchema)
-	}
+	_, _ = compileSchemas(d)()
 }
 
 // ValidateInput checks arguments and reports every violation under "arguments". A tool whose
