@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "35cfcc74e1306f03fb806294a37a94ec68ad4e09df4fe0d4d095075344be60f7"
+const SourceFingerprint = "fd9289af281377f131465148eebcdc9e41ee6855d885b4959e1639f52820fb6e"

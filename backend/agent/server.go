@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -112,6 +113,8 @@ type server struct {
 	// ask for the same (envKept); only the reader of the moment uses them.
 	env     []string
 	envKept bool
+	// scratch is scratchEnv's memo, shared by the goroutines that start commands.
+	scratch atomic.Pointer[scratchMemo]
 
 	// in is the stream of requests, read by one reader at a time (reader.go), which ends
 	// the serving by sending on ended; src is its source when restricted threads may read.

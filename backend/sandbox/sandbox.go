@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -72,6 +73,7 @@ type generation struct {
 	fd         int
 	layout     layout
 	stamps     []stamp
+	watch      *stampWatch // nil: every check looks at every stamp
 	network    Network
 	denyUnix   bool
 	privateIPC bool
@@ -90,45 +92,6 @@ type generation struct {
 // worker is one restricted thread's goroutine; it takes jobs on a channel of its own, so a
 // worker that is held (see [Sandbox.Hold]) is never handed a job.
 type worker struct{ jobs chan job }
-
-// stamp is what a directory looked like when its entries were granted.
-type stamp struct {
-	path     string
-	dev, ino uint64
-	mtime    unix.Timespec
-}
-
-func (st stamp) current() bool {
-	var now unix.Stat_t
-	if err := unix.Stat(st.path, &now); err != nil {
-		return false
-	}
-	return uint64(now.Dev) == st.dev && now.Ino == st.ino && now.Mtim == st.mtime
-}
-
-// stampsFor records the directories whose entries l grants one by one (those split around
-// a protected path, and the parents of granted files) and those a missing protected path
-// would appear in.
-func stampsFor(l layout) []stamp {
-	dirs := map[string]bool{}
-	for _, d := range append(append([]string(nil), l.Split...), l.Watch...) {
-		dirs[d] = true
-	}
-	for _, g := range l.Grants {
-		if !g.Dir && !g.ListOnly && !strings.HasPrefix(g.Path, "/dev/") {
-			dirs[filepath.Dir(g.Path)] = true
-		}
-	}
-	out := make([]stamp, 0, len(dirs))
-	for d := range dirs {
-		var st unix.Stat_t
-		if err := unix.Stat(d, &st); err != nil {
-			continue // a directory that is gone grants nothing; a new one is not granted
-		}
-		out = append(out, stamp{path: d, dev: uint64(st.Dev), ino: st.Ino, mtime: st.Mtim})
-	}
-	return out
-}
 
 // New builds the sandbox for p. Mode landlock on a kernel that cannot deliver it is an
 // error wrapping [ErrUnsupported] that says why and how to choose; mode auto there gives an
@@ -177,15 +140,20 @@ func New(mode Mode, p Policy, opts ...Option) (*Sandbox, error) {
 }
 
 // newGeneration plans the grants from the filesystem as it is now and builds their ruleset.
-// The stamps are taken before the plan, so a change made while planning is seen next time.
+// The stamps are taken before the ruleset is built, and the watches set before the stamps
+// are taken (see stamps.go).
 func (s *Sandbox) newGeneration() (*generation, error) {
 	l := plan(s.policy, osView{})
-	stamps := stampsFor(l)
+	dirs := stampDirs(l)
+	watch := watchStamps(dirs)
+	stamps := stampsOf(dirs)
+	watch.setStamps(stamps)
 	fd, err := buildRuleset(l.Grants, s.policy.Network)
 	if err != nil {
+		watch.close()
 		return nil, fmt.Errorf("sandbox: landlock ruleset: %w", err)
 	}
-	return &generation{owner: s, fd: fd, layout: l, stamps: stamps, network: s.policy.Network, denyUnix: s.denyUnix,
+	return &generation{owner: s, fd: fd, layout: l, stamps: stamps, watch: watch, network: s.policy.Network, denyUnix: s.denyUnix,
 		privateIPC: s.policy.PrivateIPC, retired: make(chan struct{})}, nil
 }
 
@@ -203,7 +171,9 @@ func (s *Sandbox) currentOr(rebuild bool) (*generation, error) {
 		return nil, errors.New("sandbox: closed")
 	}
 	g := s.gen
-	for _, st := range g.stamps {
+	now := time.Now()
+	check := g.watch.toCheck(g.stamps, now)
+	for _, st := range check {
 		if !st.current() {
 			if !rebuild {
 				return nil, nil
@@ -217,11 +187,16 @@ func (s *Sandbox) currentOr(rebuild bool) (*generation, error) {
 			return ng, nil
 		}
 	}
+	if len(check) == len(g.stamps) {
+		g.watch.settled(now)
+	}
 	return g, nil
 }
 
-// retire ends the generation's waiting threads and, once the last is gone, its ruleset.
+// retire ends the generation's waiting threads and, once the last is gone, its ruleset. The
+// sandbox's lock is held: nothing looks at g's stamps after.
 func (g *generation) retire() {
+	g.watch.close()
 	g.mu.Lock()
 	g.done = true
 	g.idle = nil
