@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "fd9289af281377f131465148eebcdc9e41ee6855d885b4959e1639f52820fb6e"
+const SourceFingerprint = "95002a18d31d342ce93315c4d36cff808f3f3044adf5e966d60c7e497d3a89de"

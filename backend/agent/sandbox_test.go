@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -32,5 +34,42 @@ func TestScratchEnvMadeOncePerEnvironment(t *testing.T) {
 	}
 	if back := s.scratchEnv(kept); !slices.Equal(back, want) {
 		t.Errorf("the kept environment again: %q, want %q", back, want)
+	}
+}
+
+// TestWorkingDir: the workspace's top is taken as it is (a stat, no resolving), and must be
+// a directory; a directory below it is resolved, and one that resolves outside it (through a
+// link) is refused as outside.
+func TestWorkingDir(t *testing.T) {
+	base := t.TempDir()
+	ws, out := filepath.Join(base, "ws"), filepath.Join(base, "out")
+	for _, d := range []string{filepath.Join(ws, "sub"), out} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(out, filepath.Join(ws, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	realWS, _ := filepath.EvalSymlinks(ws)
+	for _, c := range []struct {
+		dir, want, kind string
+	}{
+		{ws, ws, ""},
+		{filepath.Join(ws, "sub"), filepath.Join(realWS, "sub"), ""},
+		{filepath.Join(ws, "escape"), "", kindOutside},
+		{filepath.Join(ws, "missing"), "", kindInvalid},
+		{filepath.Join(ws, "file"), filepath.Join(realWS, "file"), ""}, // chdir says it at the start
+	} {
+		got, kind, err := workingDir(c.dir, ws)
+		if got != c.want || kind != c.kind || (err != nil) != (c.kind != "") {
+			t.Errorf("workingDir(%s) = %q, %q, %v; want %q, %q", c.dir, got, kind, err, c.want, c.kind)
+		}
+	}
+	if _, kind, err := workingDir(filepath.Join(ws, "missing"), filepath.Join(ws, "missing")); kind != kindInvalid || err == nil {
+		t.Errorf("a missing workspace top: %q %v, want %q", kind, err, kindInvalid)
 	}
 }
