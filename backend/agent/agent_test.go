@@ -3,7 +3,6 @@ package agent
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -334,17 +333,18 @@ func TestExecReusesAndReplacesTheEnvironment(t *testing.T) {
 // also carries one, and after a start that could not be decoded; the stream goes on.
 func TestServerRefusesSameEnvWithoutOne(t *testing.T) {
 	t.Parallel()
-	start := func(in []byte, id uint32, payload string) []byte {
-		return appendFrame(in, frame{typ: frameStart, id: id, payload: []byte(payload)})
+	start := func(in []byte, id uint32, payload []byte) []byte {
+		return appendFrame(in, frame{typ: frameStart, id: id, payload: payload})
 	}
 	dir := t.TempDir()
-	ok := `{"argv":["true"],"dir":"` + dir + `","env":["A=1"],"timeout_ms":20000}`
-	same := `{"argv":["true"],"dir":"` + dir + `","same_env":true,"timeout_ms":20000}`
+	ok := startMsg{Argv: []string{"true"}, Dir: dir, Env: []string{"A=1"}, TimeoutMS: 20000}.encode()
+	same := startMsg{Argv: []string{"true"}, Dir: dir, SameEnv: true, TimeoutMS: 20000}.encode()
+	both := startMsg{Argv: []string{"true"}, Dir: dir, Env: []string{"A=1"}, SameEnv: true, TimeoutMS: 20000}.encode()
 	in := appendFrame(nil, frame{typ: frameHello, payload: mustJSON(hello{Version: ProtocolVersion, Role: "client"})})
-	in = start(in, 1, same)                                                                                 // none before
-	in = start(in, 2, `{"argv":["true"],"dir":"`+dir+`","env":["A=1"],"same_env":true,"timeout_ms":20000}`) // both
+	in = start(in, 1, same) // none before
+	in = start(in, 2, both)
 	in = start(in, 3, ok)
-	in = start(in, 4, "{not json")
+	in = start(in, 4, []byte("{not a start"))
 	in = start(in, 5, same) // the kept one was forgotten
 	var out bytes.Buffer
 	if err := Serve(context.Background(), bytes.NewReader(in), &out, ServeOptions{}); err != nil {
@@ -359,8 +359,10 @@ func TestServerRefusesSameEnvWithoutOne(t *testing.T) {
 		if err != nil {
 			break
 		}
-		var x exitMsg
-		if f.typ == frameExit && json.Unmarshal(f.payload, &x) == nil {
+		if f.typ != frameExit {
+			continue
+		}
+		if x, err := decodeExitMsg(f.payload); err == nil {
 			exits[f.id] = x
 		}
 	}
@@ -407,10 +409,10 @@ func TestServerRejectsMalformedFrames(t *testing.T) {
 	}
 }
 
-func TestServerAnswersBadStartJSONAndGoesOn(t *testing.T) {
+func TestServerAnswersBadStartAndGoesOn(t *testing.T) {
 	t.Parallel()
 	in := appendFrame(nil, frame{typ: frameHello, payload: mustJSON(hello{Version: ProtocolVersion, Role: "client"})})
-	in = appendFrame(in, frame{typ: frameStart, id: 7, payload: []byte("{not json")})
+	in = appendFrame(in, frame{typ: frameStart, id: 7, payload: []byte("{not a start")})
 	var out bytes.Buffer
 	if err := Serve(context.Background(), bytes.NewReader(in), &out, ServeOptions{}); err != nil {
 		t.Fatal(err)
@@ -419,8 +421,11 @@ func TestServerAnswersBadStartJSONAndGoesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, err := readFrame(&out)
-	if err != nil || f.typ != frameExit || f.id != 7 || !strings.Contains(string(f.payload), kindInvalid) {
-		t.Errorf("got %q %d %s %v", f.typ, f.id, f.payload, err)
+	if err != nil || f.typ != frameExit || f.id != 7 {
+		t.Fatalf("got %q %d %q %v", f.typ, f.id, f.payload, err)
+	}
+	if x, err := decodeExitMsg(f.payload); err != nil || x.ErrorKind != kindInvalid {
+		t.Errorf("exit %+v %v, want it refused as %s", x, err, kindInvalid)
 	}
 }
 

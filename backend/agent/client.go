@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -194,7 +193,7 @@ func (c *Client) sendStart(id uint32, m startMsg) error {
 	if same {
 		m.Env, m.SameEnv = nil, true
 	}
-	if err := writeFrame(c.w, frame{typ: frameStart, id: id, payload: mustJSON(m)}); err != nil {
+	if err := writeFrame(c.w, frame{typ: frameStart, id: id, payload: m.encode()}); err != nil {
 		return err
 	}
 	if !same {
@@ -254,8 +253,8 @@ func (c *Client) dispatch(f frame) error {
 		}
 		cl.credit.add(int(binary.BigEndian.Uint32(f.payload)))
 	case frameExit:
-		var m exitMsg
-		if err := json.Unmarshal(f.payload, &m); err != nil {
+		m, err := decodeExitMsg(f.payload)
+		if err != nil {
 			return fmt.Errorf("%w: exit: %w", ErrMalformedFrame, err)
 		}
 		select {

@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "95002a18d31d342ce93315c4d36cff808f3f3044adf5e966d60c7e497d3a89de"
+const SourceFingerprint = "2fc36e453f6e0006aa7b10f06185c8397605655fe58d069fcb1595dc1e4289b6"

@@ -11,8 +11,9 @@ import (
 // ProtocolVersion is the version both sides announce in their hello. A peer with another
 // version is refused: the helper binary and the host must come from the same build family.
 // (2: file-op frames; 3: live output frames; 4: owner frames; 5: tunnel frames; 6: a start
-// that reuses the previous start's environment.)
-const ProtocolVersion = 6
+// that reuses the previous start's environment; 7: start and exit messages in binary,
+// msgcodec.go.)
+const ProtocolVersion = 7
 
 // MaxPayload bounds one frame's payload. Larger data is split into several frames.
 const MaxPayload = 1 << 20
@@ -28,14 +29,14 @@ type frameType byte
 
 const (
 	frameHello      frameType = 'H' // JSON hello, both directions, request ID 0
-	frameStart      frameType = 'S' // JSON startMsg, client to server
+	frameStart      frameType = 'S' // startMsg (msgcodec.go), client to server
 	frameStdin      frameType = 'I' // raw stdin bytes, client to server
 	frameStdinClose frameType = 'C' // end of stdin, client to server
 	frameCancel     frameType = 'X' // kill the command's tree, client to server
 	frameWindow     frameType = 'W' // 4-byte stdin credit, server to client
 	frameStdout     frameType = 'O' // raw stdout bytes (already capped), server to client
 	frameStderr     frameType = 'E' // raw stderr bytes (already capped), server to client
-	frameExit       frameType = 'Q' // JSON exitMsg, server to client; the request is over
+	frameExit       frameType = 'Q' // exitMsg (msgcodec.go), server to client; the request is over
 	frameFile       frameType = 'F' // JSON fileMsg, client to server (files.go)
 	frameFileData   frameType = 'D' // raw file bytes: a write's data, or what a read returns
 	frameFileDone   frameType = 'R' // JSON fileDoneMsg, server to client; the request is over

@@ -197,7 +197,7 @@ func (s *server) accept(f frame) (*proc, startMsg, error) {
 	m, err := s.decodeStart(f.payload)
 	if err != nil {
 		// The stream is intact: refuse this request only.
-		return nil, m, s.send(frameExit, f.id, mustJSON(exitMsg{ExitCode: -1, Error: err.Error(), ErrorKind: kindInvalid}))
+		return nil, m, s.send(frameExit, f.id, exitMsg{ExitCode: -1, Error: err.Error(), ErrorKind: kindInvalid}.encode())
 	}
 	p := newProc(f.id, m.Stdin)
 	if !s.track() {
@@ -218,8 +218,8 @@ func (s *server) accept(f frame) (*proc, startMsg, error) {
 // compared with. A start that cannot be decoded forgets it: a later SameEnv is refused rather
 // than run with an older environment.
 func (s *server) decodeStart(payload []byte) (startMsg, error) {
-	var m startMsg
-	if err := json.Unmarshal(payload, &m); err != nil {
+	m, err := decodeStartMsg(payload)
+	if err != nil {
 		s.envKept = false
 		return m, fmt.Errorf("decode start: %w", err)
 	}
@@ -300,7 +300,7 @@ func (s *server) run(p *proc, m startMsg, onWorker bool) {
 		res.Truncated = out.Truncated() || errb.Truncated()
 		stdoutB, stderrB = out.Bytes(), errb.Bytes()
 	}
-	_ = s.answer(p.id, stdoutB, stderrB, mustJSON(res))
+	_ = s.answer(p.id, stdoutB, stderrB, res.encode())
 }
 
 // answer sends a request's output in frames of up to outputChunk bytes, then its exit. The
