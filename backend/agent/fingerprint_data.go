@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "2fc36e453f6e0006aa7b10f06185c8397605655fe58d069fcb1595dc1e4289b6"
+const SourceFingerprint = "0fa3852798a24cf3499b07dced68f8368d2bb44f21f22e2681b38d3bc53d7e68"

@@ -157,6 +157,7 @@ func Start(s Spec) (*Process, error) {
 		s.Started()
 	}
 	p.pgid = cmd.Process.Pid
+	refillPipes()
 	return p, nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestCommandOwnSessionOnlyStandardStreams: a command leads a session of its own, has no
@@ -70,5 +72,43 @@ func TestTimeoutKillsSetsidChild(t *testing.T) {
 	pid, _ := os.ReadFile(pidfile)
 	if p := strings.TrimSpace(string(pid)); p == "" || alive(p) {
 		t.Errorf("the setsid child %q outlived its command's timeout", p)
+	}
+}
+
+// TestSparePipesMadeWhileACommandRuns: once a command started, the next command's output
+// pipes are made (close-on-exec: no process started meanwhile holds them), and the next
+// command takes exactly those; its output comes through them.
+func TestSparePipesMadeWhileACommandRuns(t *testing.T) {
+	var out bytes.Buffer
+	s := sh(`echo first`)
+	s.Stdout = &out
+	if o, err := Run(context.Background(), s); err != nil || o.ExitCode != 0 {
+		t.Fatalf("run: %+v %v", o, err)
+	}
+	spare := sparePipes.Load()
+	if spare == nil {
+		t.Fatal("no pipes were made ahead while the command ran")
+	}
+	for i := range spare.r {
+		for _, fd := range []int{spare.r[i], int(spare.w[i].Fd())} {
+			flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+			if err != nil || flags&unix.FD_CLOEXEC == 0 {
+				t.Errorf("spare pipe descriptor %d is not close-on-exec: %#x %v", fd, flags, err)
+			}
+		}
+	}
+	out.Reset()
+	s = sh(`echo second; echo err >&2`)
+	var errb bytes.Buffer
+	s.Stdout, s.Stderr = &out, &errb
+	p, err := Start(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.streams[0].fd != spare.r[0] || p.streams[1].fd != spare.r[1] {
+		t.Errorf("the next command's streams are %d,%d, not the spare set's %d,%d", p.streams[0].fd, p.streams[1].fd, spare.r[0], spare.r[1])
+	}
+	if o := p.Wait(context.Background()); o.ExitCode != 0 || out.String() != "second\n" || errb.String() != "err\n" {
+		t.Errorf("through the spare pipes: %+v %q %q", o, out.String(), errb.String())
 	}
 }
