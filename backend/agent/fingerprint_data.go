@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "0fa3852798a24cf3499b07dced68f8368d2bb44f21f22e2681b38d3bc53d7e68"
+const SourceFingerprint = "9abe536b775f75c3d6267d5cbb6db11251bebfc8677e2f9f30c27c643c01525d"

@@ -73,7 +73,7 @@ type generation struct {
 	fd         int
 	layout     layout
 	stamps     []stamp
-	watch      *stampWatch // nil: every check looks at every stamp
+	lastFull   time.Time // when the stamps were last all found current by path (stamps.go)
 	network    Network
 	denyUnix   bool
 	privateIPC bool
@@ -140,21 +140,17 @@ func New(mode Mode, p Policy, opts ...Option) (*Sandbox, error) {
 }
 
 // newGeneration plans the grants from the filesystem as it is now and builds their ruleset.
-// The stamps are taken before the ruleset is built, and the watches set before the stamps
-// are taken (see stamps.go).
+// The stamps are taken after the plan and before the ruleset is built.
 func (s *Sandbox) newGeneration() (*generation, error) {
 	l := plan(s.policy, osView{})
-	dirs := stampDirs(l)
-	watch := watchStamps(dirs)
-	stamps := stampsOf(dirs)
-	watch.setStamps(stamps)
+	stamps := stampsOf(stampDirs(l))
 	fd, err := buildRuleset(l.Grants, s.policy.Network)
 	if err != nil {
-		watch.close()
+		closeStamps(stamps)
 		return nil, fmt.Errorf("sandbox: landlock ruleset: %w", err)
 	}
-	return &generation{owner: s, fd: fd, layout: l, stamps: stamps, watch: watch, network: s.policy.Network, denyUnix: s.denyUnix,
-		privateIPC: s.policy.PrivateIPC, retired: make(chan struct{})}, nil
+	return &generation{owner: s, fd: fd, layout: l, stamps: stamps, lastFull: time.Now(), network: s.policy.Network,
+		denyUnix: s.denyUnix, privateIPC: s.policy.PrivateIPC, retired: make(chan struct{})}, nil
 }
 
 // current returns the generation commands start in now, making a new one when a stamped
@@ -171,32 +167,25 @@ func (s *Sandbox) currentOr(rebuild bool) (*generation, error) {
 		return nil, errors.New("sandbox: closed")
 	}
 	g := s.gen
-	now := time.Now()
-	check := g.watch.toCheck(g.stamps, now)
-	for _, st := range check {
-		if !st.current() {
-			if !rebuild {
-				return nil, nil
-			}
-			ng, err := s.newGeneration()
-			if err != nil {
-				return nil, err
-			}
-			s.gen = ng
-			g.retire()
-			return ng, nil
-		}
+	if !stampsChanged(g.stamps, &g.lastFull, time.Now()) {
+		return g, nil
 	}
-	if len(check) == len(g.stamps) {
-		g.watch.settled(now)
+	if !rebuild {
+		return nil, nil
 	}
-	return g, nil
+	ng, err := s.newGeneration()
+	if err != nil {
+		return nil, err
+	}
+	s.gen = ng
+	g.retire()
+	return ng, nil
 }
 
 // retire ends the generation's waiting threads and, once the last is gone, its ruleset. The
 // sandbox's lock is held: nothing looks at g's stamps after.
 func (g *generation) retire() {
-	g.watch.close()
+	closeStamps(g.stamps)
 	g.mu.Lock()
 	g.done = true
 	g.idle = nil
