@@ -26,10 +26,13 @@ type Lines struct {
 
 // ReadLines reads lines first..last of r (last 0: to the end; lines count from 1), keeping
 // at most max+1 bytes of them and counting the rest: the one reading behind [FileWindow],
-// whether the resident helper serves it or the host's file tools do. An error is r's.
-func ReadLines(r io.Reader, first, last int, max int64) (Lines, error) {
+// whether the resident helper serves it or the host's file tools do. size is what r is
+// known to hold (the file's stat), or -1: the read buffer is no larger than it needs to be
+// (a 64 KiB buffer made and cleared for a file of a few lines was the largest allocation of a
+// small read). An error is r's.
+func ReadLines(r io.Reader, size int64, first, last int, max int64) (Lines, error) {
 	h := sha256.New()
-	br := bufio.NewReaderSize(io.TeeReader(r, h), 64<<10)
+	br := bufio.NewReaderSize(io.TeeReader(r, h), readBuffer(size))
 	if head, _ := br.Peek(BinaryProbe); bytes.IndexByte(head, 0) >= 0 {
 		return Lines{Binary: true}, nil
 	}
@@ -54,4 +57,17 @@ func ReadLines(r io.Reader, first, last int, max int64) (Lines, error) {
 		}
 		return Lines{}, err
 	}
+}
+
+// maxReadBuffer is ReadLines' buffer for a file of unknown or large size.
+const maxReadBuffer = 64 << 10
+
+// readBuffer is the buffer for a file of size bytes: room for all of it (and the read that
+// finds its end), never less than the binary probe, never more than maxReadBuffer. A file
+// that grew since its stat is read in more passes, not wrongly.
+func readBuffer(size int64) int {
+	if size < 0 || size >= maxReadBuffer {
+		return maxReadBuffer
+	}
+	return max(BinaryProbe, int(size)+1)
 }

@@ -25,14 +25,19 @@ func TestReadLines(t *testing.T) {
 		{"cut one byte over max", text, 1, 0, 5, "one\ntw", 4, false},
 		{"empty", "", 1, 0, 100, "", 0, false},
 		{"binary", "a\x00b\n", 1, 0, 100, "", 0, true},
+		{"binary past a small buffer's end", strings.Repeat("x", 6<<10) + "\x00", 1, 0, 100, "", 0, true},
 		{"line longer than the buffer", strings.Repeat("x", 70<<10) + "\nend\n", 2, 0, 100, "end\n", 2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := ReadLines(strings.NewReader(tc.in), tc.first, tc.last, tc.max)
-			if err != nil || string(got.Data) != tc.data || got.Total != tc.total || got.Binary != tc.binary {
-				t.Fatalf("ReadLines = %q %d binary %v, %v; want %q %d binary %v", got.Data, got.Total, got.Binary, err, tc.data, tc.total, tc.binary)
+			// Sized as stated, unknown, and stated too small (the file grew since its stat).
+			for _, size := range []int64{int64(len(tc.in)), -1, 1} {
+				got, err := ReadLines(strings.NewReader(tc.in), size, tc.first, tc.last, tc.max)
+				if err != nil || string(got.Data) != tc.data || got.Total != tc.total || got.Binary != tc.binary {
+					t.Fatalf("size %d: ReadLines = %q %d binary %v, %v; want %q %d binary %v", size, got.Data, got.Total, got.Binary, err, tc.data, tc.total, tc.binary)
+				}
 			}
+			got, _ := ReadLines(strings.NewReader(tc.in), int64(len(tc.in)), tc.first, tc.last, tc.max)
 			// The digest is of the whole file, whatever window was asked for.
 			want := ""
 			if !tc.binary {

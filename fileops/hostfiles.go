@@ -144,7 +144,7 @@ func (h hostFiles) window(_ context.Context, p string, first, last int, max int6
 		return window{}, err
 	}
 	defer f.Close()
-	lines, err := backend.ReadLines(f, first, last, max)
+	lines, err := backend.ReadLines(f, fi.Size(), first, last, max)
 	if err != nil {
 		return window{}, mapErr(err)
 	}

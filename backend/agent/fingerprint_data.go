@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "9abe536b775f75c3d6267d5cbb6db11251bebfc8677e2f9f30c27c643c01525d"
+const SourceFingerprint = "f33753e8a42166e51344fce62a87c0a736c836a4f65c418cfe96fa6d4e426663"

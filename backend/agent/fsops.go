@@ -244,7 +244,7 @@ func fileWindow(req backend.FileRequest) (backend.FileResult, error) {
 		return backend.FileResult{}, err
 	}
 	defer f.Close()
-	lines, err := backend.ReadLines(f, req.First, req.Last, req.MaxBytes)
+	lines, err := backend.ReadLines(f, st.Size, req.First, req.Last, req.MaxBytes)
 	if err != nil {
 		return backend.FileResult{}, mapErrno(err, base)
 	}
