@@ -72,26 +72,24 @@ func (e *Engine) MetricsAddr() net.Addr {
 	return e.metricsSrv.Addr()
 }
 
-// countCalls counts finished calls by tool, decision and outcome. A name the registry does
+// countCall counts a finished call by tool, decision and outcome. A name the registry does
 // not know is counted as "unknown": the model chooses names, and each label value is a
 // series the endpoint keeps for good.
-func (e *Engine) countCalls(results []pipeline.Result) {
+func (e *Engine) countCall(r pipeline.Result) {
 	if e.metrics == nil {
 		return
 	}
-	for _, r := range results {
-		tool := r.ToolName
-		if _, ok := e.reg.Lookup(tool); !ok {
-			tool = "unknown"
-		}
-		var decision, outcome string
-		var d time.Duration
-		if rc := r.Receipt; rc != nil {
-			decision, outcome = rc.Decision, string(rc.Outcome)
-			if rc.FinishedAt != nil {
-				d = rc.FinishedAt.Sub(rc.ReceivedAt)
-			}
-		}
-		e.metrics.Call(tool, decision, outcome, d)
+	tool := r.ToolName
+	if _, ok := e.reg.Lookup(tool); !ok {
+		tool = "unknown"
 	}
+	var decision, outcome string
+	var d time.Duration
+	if rc := r.Receipt; rc != nil {
+		decision, outcome = rc.Decision, string(rc.Outcome)
+		if rc.FinishedAt != nil {
+			d = rc.FinishedAt.Sub(rc.ReceivedAt)
+		}
+	}
+	e.metrics.Call(tool, decision, outcome, d)
 }

@@ -140,19 +140,30 @@ func (s *Session) Run(ctx context.Context, c pipeline.Call) pipeline.Result {
 // RunBatch runs a model's calls through the pipeline: results in input order, each with its
 // receipt. The calls are cancelled when the session closes.
 func (s *Session) RunBatch(ctx context.Context, calls []pipeline.Call) []pipeline.Result {
+	out := make([]pipeline.Result, len(calls))
+	s.RunBatchFunc(ctx, calls, func(i int, r pipeline.Result) { out[i] = r })
+	return out
+}
+
+// RunBatchFunc runs a batch as [Session.RunBatch] does, handing each result to emit as soon
+// as it may leave (see [pipeline.Pipeline.RunBatchFunc]): in input order, on the caller's
+// goroutine, its receipt durable. A front end that writes results out as they come holds
+// none of them for the whole batch.
+func (s *Session) RunBatchFunc(ctx context.Context, calls []pipeline.Call, emit func(i int, r pipeline.Result)) {
+	count := func(i int, r pipeline.Result) {
+		s.e.countCall(r)
+		emit(i, r)
+	}
 	if !s.begin() {
-		res := s.refuseClosed(calls)
-		s.e.countCalls(res)
-		return res
+		s.refuseClosed(calls, count)
+		return
 	}
 	defer s.finish()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.life, cancel)
 	defer stop()
-	res := s.pipe.RunBatch(ctx, calls)
-	s.e.countCalls(res)
-	return res
+	s.pipe.RunBatchFunc(ctx, calls, count)
 }
 
 func (s *Session) begin() bool {
@@ -238,8 +249,7 @@ func (s *Session) reapIfIdle(now time.Time, ttl time.Duration) bool {
 }
 
 // refuseClosed answers calls made on a closed session, each with a receipt.
-func (s *Session) refuseClosed(calls []pipeline.Call) []pipeline.Result {
-	out := make([]pipeline.Result, len(calls))
+func (s *Session) refuseClosed(calls []pipeline.Call, emit func(int, pipeline.Result)) {
 	for i, c := range calls {
 		if c.ID == "" {
 			c.ID = pipeline.GenerateCallID(c, i)
@@ -255,12 +265,11 @@ func (s *Session) refuseClosed(calls []pipeline.Call) []pipeline.Result {
 		if err := s.e.ledger.Append(receipt.EventCompleted, rec); err != nil && !errors.Is(err, receipt.ErrClosed) {
 			s.e.log.Error("ledger append failed", "call_id", c.ID, "error", err)
 		}
-		out[i] = pipeline.Result{
+		emit(i, pipeline.Result{
 			CallID: c.ID, ToolName: c.Name, Status: pipeline.StatusFailed, ErrorCode: CodeSessionClosed,
 			ErrorMessage: msg, Content: msg, Retryable: true, Receipt: rec,
-		}
+		})
 	}
-	return out
 }
 
 // Close ends the session: its calls in flight are cancelled and waited for, the functions

@@ -4,7 +4,8 @@
 //	registry → input schema → policy → approval → pre-hooks → scheduler → handler →
 //	output schema → post-hooks → result + receipt
 //
-// [Pipeline.RunBatch] reads top to bottom as those steps. Each step that refuses a call
+// [Pipeline.RunBatch] reads top to bottom as those steps; [Pipeline.RunBatchFunc] is the same
+// batch with each result handed on as soon as it may leave (batch.go says why). Each step that refuses a call
 // returns early through the same function that writes its receipt, so no call reaches a
 // handler except through every step before it, and no call ends without a receipt. A panic
 // or error in policy, approval or a hook fails closed: the call is denied with

@@ -32,9 +32,9 @@ type Ledger interface {
 // AsyncLedger is a Ledger that can queue a line without waiting for it to be durable
 // (*receipt.Ledger does). The pipeline queues a call's completed line this way, so that a
 // worker of a batch dispatches its next call while the line is being committed (often with
-// that call's dispatched line, in one fsync), and waits for every completed line of the batch
-// before the batch's results are returned: no result leaves before its receipt is durable,
-// and no call runs before its dispatched line is.
+// that call's dispatched line, in one fsync), and waits for a call's completed line before
+// its result leaves the batch: no result leaves before its receipt is durable, and no call
+// runs before its dispatched line is.
 type AsyncLedger interface {
 	Ledger
 	AppendAsync(event string, r *receipt.Receipt) (wait func() error)
@@ -157,6 +157,9 @@ type flight struct {
 	started time.Time
 	decided time.Time  // when it left decide allowed, for its queue span
 	span    trace.Span // decide opens it first
+	// ran: the scheduler started the call, queued after its batch was given to it.
+	ran    bool
+	queued time.Duration
 	// queue: the call is one of several in its batch, and its completed line is queued
 	// (see AsyncLedger); a call alone has no next call to dispatch meanwhile, and waits.
 	queue bool
@@ -169,34 +172,25 @@ type flight struct {
 // through the scheduler, concurrently where their paths do not conflict. Results come back
 // in input order.
 func (p *Pipeline) RunBatch(ctx context.Context, calls []Call) []Result {
+	out := make([]Result, len(calls))
+	p.RunBatchFunc(ctx, calls, func(i int, r Result) { out[i] = r })
+	return out
+}
+
+// RunBatchFunc runs a batch as [Pipeline.RunBatch] does, but hands each result to emit as
+// soon as it may leave: when its call is over, its completed receipt line is durable, and
+// every earlier call's result has been emitted. emit is called on the caller's goroutine, in
+// input order, once per call; the pipeline keeps nothing of a call once emit returns, so a
+// batch holds the calls not yet released rather than every result until its end.
+func (p *Pipeline) RunBatchFunc(ctx context.Context, calls []Call, emit func(i int, r Result)) {
 	prep := p.prepare(ctx, calls)
 	flights := make([]*flight, len(calls))
 	for i, c := range calls {
 		flights[i] = p.decide(ctx, c, i, prep, len(calls) > 1)
 	}
-	stop := &ledgerStop{}
-	tasks := make([]concurrency.Task, len(flights))
-	for i, f := range flights {
-		tasks[i] = concurrency.Task{Scope: p.scope(f), Run: func(ctx context.Context) { p.execute(ctx, f, stop) }}
-	}
-	timings := p.sched.Run(ctx, tasks)
-	out := make([]Result, len(flights))
-	for i, f := range flights {
-		if f.result == nil && timings[i].Cancelled {
-			p.cancel(f)
-		}
-		if f.result == nil { // cannot happen: every path sets a result
-			p.finish(f, StatusFailed, CodePolicyError, "call ended without a result", receipt.NotExecuted)
-			p.complete(f)
-		}
-		if timings[i].Started {
-			q := timings[i].Queued.Milliseconds()
-			f.result.Metadata.QueuedMS = &q
-		}
-		p.settle(f)
-		out[i] = *f.result
-	}
-	return out
+	b := newBatch(p, flights)
+	b.start(ctx)
+	b.release(emit)
 }
 
 // decide takes a call through registry, schema, policy, approval and pre-hooks. A call
@@ -652,7 +646,7 @@ func (p *Pipeline) finish(f *flight, status Status, code, msg string, outcome re
 // post-hooks look at it. A post-hook cannot change the result: it gets a deep copy, and its
 // panics are logged and dropped. With an AsyncLedger the line is only queued here, and the
 // post-hooks (which keep session state: hashes read, a plan's step) may run before it is
-// durable; RunBatch waits for it (settle) before it returns the result.
+// durable; the batch waits for it (settle) before the result leaves.
 func (p *Pipeline) complete(f *flight) {
 	if al, ok := p.opts.Ledger.(AsyncLedger); ok && f.queue {
 		cp := *f.rec
