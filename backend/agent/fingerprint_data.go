@@ -4,4 +4,4 @@ package agent
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "f33753e8a42166e51344fce62a87c0a736c836a4f65c418cfe96fa6d4e426663"
+const SourceFingerprint = "7f4244fa69bcf581d5f1a5369041bc92b1a3b8dddc307bd7d442d54fb03f16a6"

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/airlock-dev/airlock/internal/gctune"
 	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/toolcall"
 )
@@ -50,45 +51,69 @@ func runCall(args []string, s stdio) int {
 		_ = enc.Encode(sess.Engine().Registry().Specs())
 		return 0
 	}
-	results := sess.RunBatch(ctx, calls)
-	if err := writeResults(s.out, results); err != nil {
+	if len(calls) >= steadyBatch {
+		gctune.EndStartUp()
+	}
+	rw := newResultWriter(s.out)
+	sess.RunBatchFunc(ctx, calls, func(_ int, r pipeline.Result) { rw.write(&r) })
+	if err := rw.close(); err != nil {
 		return fail(s, fmt.Errorf("stdout: %w", err))
 	}
 	return 0
 }
 
-// writeResults writes results as one indented JSON array, as json.Encoder with an indent of
-// two spaces would, but one result at a time, each let go once written: a batch of 10,000
-// results encoded whole held a buffer of its ~30 MB of JSON, and every result, until the
-// last byte was written.
-func writeResults(w io.Writer, results []pipeline.Result) error {
-	if len(results) == 0 {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(results)
+// steadyBatch is the size of batch from which `airlock call` closes the collector's
+// start-up window before the batch runs (see gctune.EndStartUp): a batch allocates a few
+// kilobytes a call, so below this it stays far under the window's limit and keeps the
+// cycles the window saves; above, the window let the heap grow to its limit unchecked.
+const steadyBatch = 256
+
+// resultWriter writes a batch's results as one indented JSON array, as json.Encoder with an
+// indent of two spaces would write the whole slice, but one result at a time as the batch
+// releases it, flushed at once so that a reader sees each as it comes: neither the results
+// nor their JSON are held until the last call is over (10,000 read_file results were ~30 MB
+// of JSON, and the results themselves more). After a write fails it writes nothing more;
+// the batch still runs to its end, as it did when results were written after it.
+type resultWriter struct {
+	bw  *bufio.Writer
+	n   int
+	err error
+}
+
+func newResultWriter(w io.Writer) *resultWriter {
+	return &resultWriter{bw: bufio.NewWriterSize(w, 64<<10)}
+}
+
+func (w *resultWriter) write(r *pipeline.Result) {
+	if w.err != nil {
+		return
 	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	if _, err := bw.WriteString("[\n  "); err != nil {
-		return err
+	b, err := json.MarshalIndent(r, "  ", "  ")
+	if err != nil {
+		w.err = err
+		return
 	}
-	for i := range results {
-		b, err := json.MarshalIndent(&results[i], "  ", "  ")
-		if err != nil {
-			return err
-		}
-		results[i] = pipeline.Result{}
-		sep := ",\n  "
-		if i == len(results)-1 {
-			sep = "\n]\n"
-		}
-		if _, err := bw.Write(b); err != nil {
-			return err
-		}
-		if _, err := bw.WriteString(sep); err != nil {
-			return err
-		}
+	sep := ",\n  "
+	if w.n == 0 {
+		sep = "[\n  "
 	}
-	return bw.Flush()
+	w.n++
+	_, _ = w.bw.WriteString(sep)
+	_, _ = w.bw.Write(b)
+	w.err = w.bw.Flush()
+}
+
+// close ends the array and reports the first error met.
+func (w *resultWriter) close() error {
+	if w.err != nil {
+		return w.err
+	}
+	end := "\n]\n"
+	if w.n == 0 {
+		end = "[]\n"
+	}
+	_, _ = w.bw.WriteString(end)
+	return w.bw.Flush()
 }
 
 // parseCalls reads one call, an array of calls, or an OpenAI assistant message with

@@ -28,7 +28,11 @@ func TestWriteResultsAsEncoder(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got bytes.Buffer
-		if err := writeResults(&got, mk(n)); err != nil {
+		rw := newResultWriter(&got)
+		for _, r := range mk(n) {
+			rw.write(&r)
+		}
+		if err := rw.close(); err != nil {
 			t.Fatal(err)
 		}
 		if got.String() != want.String() {

@@ -13,6 +13,8 @@ package gctune
 import (
 	"os"
 	"runtime/debug"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -61,11 +63,20 @@ func Apply(s Settings) bool {
 // first startWindow a process collects only when its memory nears startHeapLimit: far above
 // what a start holds (~10 MiB), and low enough that a batch run in that second (10,000
 // reads through `airlock call`) does not grow to it unchecked (it was 256 MiB: the batch's
-// resident set was 230 MB, now 120 MB).
+// resident set was 230 MB, then 120 MB). A command about to run work that is not start-up
+// (a large batch) closes the window with [EndStartUp].
 const (
 	startWindow    = time.Second
 	startHeapLimit = 64 << 20
 )
+
+// window is the open start-up window, nil once it closed or when none was opened.
+var window atomic.Pointer[startWindowState]
+
+type startWindowState struct {
+	timer *time.Timer
+	end   func() // hands the collector its steady settings, once
+}
 
 // StartUp relaxes the collector for the process's first startWindow, then gives it steady,
 // or returns it to its settings when steady is nil. A GOGC or GOMEMLIMIT in the environment
@@ -79,8 +90,24 @@ func StartUp(steady *Settings) {
 	if steady != nil {
 		percent, limit = steady.Percent, steady.Limit
 	}
-	time.AfterFunc(startWindow, func() {
-		debug.SetMemoryLimit(limit)
-		debug.SetGCPercent(percent)
-	})
+	var once sync.Once
+	end := func() {
+		once.Do(func() {
+			debug.SetMemoryLimit(limit)
+			debug.SetGCPercent(percent)
+		})
+	}
+	window.Store(&startWindowState{timer: time.AfterFunc(startWindow, end), end: end})
+}
+
+// EndStartUp closes the start-up window now, if it is still open, and gives the collector
+// its steady settings. The window is for start-up's few megabytes; work that allocates as it
+// goes does not belong in it: `airlock call` with 10,000 reads decided and ran most of them
+// inside the window, so its heap grew to the window's 64 MiB whatever the batch held live
+// (~16 MiB once results stream), its resident set ~95 MB where the default target gives ~72.
+func EndStartUp() {
+	if w := window.Swap(nil); w != nil {
+		w.timer.Stop()
+		w.end()
+	}
 }

@@ -39,3 +39,27 @@ func TestApplyLeavesTheEnvironmentsSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestEndStartUp: closing the start-up window early hands the collector its steady settings
+// at once, and a second close, or the window's own timer, changes nothing after that.
+func TestEndStartUp(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	StartUp(&Settings{Percent: 321, Limit: 123 << 20})
+	if p := debug.SetGCPercent(-1); p != -1 {
+		t.Fatalf("GC percent %d in the start-up window, want -1 (off)", p)
+	}
+	EndStartUp()
+	if p := debug.SetGCPercent(77); p != 321 {
+		t.Errorf("GC percent %d after EndStartUp, want 321", p)
+	}
+	if l := debug.SetMemoryLimit(-1); l != 123<<20 {
+		t.Errorf("memory limit %d after EndStartUp, want %d", l, 123<<20)
+	}
+	EndStartUp()
+	if p := debug.SetGCPercent(-1); p != 77 {
+		t.Errorf("GC percent %d after a second EndStartUp, want 77 as set since", p)
+	}
+}
