@@ -49,6 +49,7 @@ type benchOpts struct {
 	kind, mode, configFile                   string
 	n, idle, burst, pool                     int
 	asJSON, baseline, coldExec, sessionStart bool
+	readBatch                                bool
 }
 
 // parseBenchFlags reads bench's flags and checks their ranges; done says bench should end
@@ -64,6 +65,7 @@ func parseBenchFlags(args []string, s stdio) (o benchOpts, code int, done bool) 
 	fs.IntVar(&o.idle, "idle", 0, "start this many idle processes on this host first (killed after), as on a busy machine")
 	fs.BoolVar(&o.coldExec, "cold-exec", false, "time airlock exec -- true as a new process instead (the config's backend; --n defaults to 20)")
 	fs.BoolVar(&o.sessionStart, "session-start", false, "time session open plus first command instead: cold, from a warm pool, and the backend's raw alternative, sequential and in bursts (--n defaults to 20)")
+	fs.BoolVar(&o.readBatch, "read-batch", false, fmt.Sprintf("time one batch of --n read_file calls (default %d) through airlock call as a new process in a temporary workspace of %d files instead: its wall time and peak RSS, beside os.ReadFile of the same files in a loop", readBatchDefaultN, readBatchFiles))
 	fs.IntVar(&o.burst, "burst", 10, "with --session-start: sessions opened at once in a burst")
 	fs.IntVar(&o.pool, "pool", 0, fmt.Sprintf("with --session-start: warm pool size, 1 to %d (default: --burst)", backend.MaxWarmPool))
 	if code, done := parseFlags(fs, args); done {
@@ -71,6 +73,9 @@ func parseBenchFlags(args []string, s stdio) (o benchOpts, code int, done bool) 
 	}
 	if (o.sessionStart || o.coldExec) && !flagSet(fs, "n") {
 		o.n = 20
+	}
+	if o.readBatch && !flagSet(fs, "n") {
+		o.n = readBatchDefaultN
 	}
 	if o.pool == 0 {
 		o.pool = o.burst
@@ -82,6 +87,10 @@ func parseBenchFlags(args []string, s stdio) (o benchOpts, code int, done bool) 
 		return o, fail(s, errors.New("--burst must be at least 1")), true
 	case o.pool < 1 || o.pool > backend.MaxWarmPool:
 		return o, fail(s, fmt.Errorf("--pool: want 1 to %d", backend.MaxWarmPool)), true
+	case o.readBatch && (o.sessionStart || o.coldExec):
+		return o, fail(s, errors.New("--read-batch: not with --session-start or --cold-exec")), true
+	case o.readBatch && (o.kind != "" && o.kind != "local" || o.mode != "" || o.configFile != "" || o.idle != 0):
+		return o, fail(s, errors.New("--read-batch runs the local backend in a workspace of its own: no --backend, --mode, --config or --idle")), true
 	}
 	return o, 0, false
 }
@@ -90,6 +99,11 @@ func runBench(args []string, s stdio) int {
 	o, code, done := parseBenchFlags(args, s)
 	if done {
 		return code
+	}
+	if o.readBatch {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		return runReadBatch(ctx, o.n, o.asJSON, s)
 	}
 	cfg, err := configs.Load(o.configFile)
 	if err != nil {
