@@ -146,7 +146,10 @@ func TestStampsCheckedFromARestrictedThread(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, ".env"), []byte("secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A home and system directories of the test's own: the host's change under it (a busy
+	// machine makes entries in /root), and a stamp there would make the generation stale.
 	sb, err := New(ModeLandlock, Policy{ReadRoots: []string{ws}, WriteRoots: []string{ws}, TempDir: t.TempDir(),
+		Home: t.TempDir(), SystemRead: []string{},
 		Hidden: func(rel string) bool { return strings.HasSuffix(rel, ".env") }})
 	if err != nil {
 		t.Fatal(err)
@@ -156,8 +159,10 @@ func TestStampsCheckedFromARestrictedThread(t *testing.T) {
 	if len(g.stamps) == 0 || g.stamps[0].fd < 0 {
 		t.Fatalf("a workspace split around .env has no stamp held open: %+v", g.stamps)
 	}
-	check := func(changed chan struct{}) error {
-		done := make(chan error, 1)
+	// check lends a function that asks Current on its restricted thread; with change, it
+	// asks again after change has made an entry in the workspace.
+	check := func(change func()) error {
+		done, asked, made := make(chan error, 1), make(chan struct{}), make(chan struct{})
 		if err := sb.Lend(func(wk *Worker, restricted error) {
 			if restricted != nil {
 				done <- restricted
@@ -168,8 +173,9 @@ func TestStampsCheckedFromARestrictedThread(t *testing.T) {
 			if err == nil && !wk.Current() {
 				err = errors.New("the only generation is not current")
 			}
-			if changed != nil {
-				<-changed
+			close(asked)
+			if change != nil {
+				<-made
 				if err == nil && wk.Current() {
 					err = errors.New("still current after the workspace took a new entry")
 				}
@@ -178,18 +184,18 @@ func TestStampsCheckedFromARestrictedThread(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
+		if change != nil {
+			<-asked
+			change()
+			close(made)
+		}
 		return <-done
 	}
 	if err := check(nil); err != nil {
 		t.Fatalf("on a restricted thread: %v", err)
 	}
-	changed := make(chan struct{})
-	go func() {
-		_ = os.WriteFile(filepath.Join(ws, "new.txt"), nil, 0o644)
-		close(changed)
-	}()
-	if err := check(changed); err != nil {
-		t.Fatalf("on a restricted thread: %v", err)
+	if err := check(func() { _ = os.WriteFile(filepath.Join(ws, "new.txt"), nil, 0o644) }); err != nil {
+		t.Fatalf("on a restricted thread, a new entry: %v", err)
 	}
 	sb.Close()
 	for _, st := range g.stamps {
