@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/agent"
+	"github.com/airlock-dev/airlock/backend/helper"
 	"github.com/airlock-dev/airlock/fileops"
 	"github.com/airlock-dev/airlock/fileops/fileopstest"
 	"github.com/airlock-dev/airlock/tool"
@@ -21,7 +21,7 @@ import (
 // operations: an in-process `airlock agent` on a pipe. It counts the operations served.
 type withHelper struct {
 	remoteLike
-	c   *agent.Client
+	c   *helper.Client
 	ops *int
 }
 
@@ -34,8 +34,8 @@ func newHelperEnv(t *testing.T) withHelper {
 	t.Helper()
 	sr, cw := io.Pipe()
 	cr, sw := io.Pipe()
-	go func() { _ = agent.Serve(context.Background(), sr, sw, agent.ServeOptions{}); _ = sw.Close() }()
-	c := agent.NewClient(cr, cw, agent.ClientOptions{})
+	go func() { _ = helper.Serve(context.Background(), sr, sw, helper.ServeOptions{}); _ = sw.Close() }()
+	c := helper.NewClient(cr, cw, helper.ClientOptions{})
 	t.Cleanup(func() { _ = c.Close() })
 	return withHelper{remoteLike: remoteLike{newLocal(t)}, c: c, ops: new(int)}
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/agent/agenttest"
 	"github.com/airlock-dev/airlock/backend/docker/dockertest"
+	"github.com/airlock-dev/airlock/backend/helper/helpertest"
 	"github.com/airlock-dev/airlock/backend/ssh/sshtest"
 )
 
@@ -33,7 +33,7 @@ type benchOut struct {
 // the helper must be that binary itself, and run.
 func benchDefaultBuild(t *testing.T, dir, kind string) benchOut {
 	t.Helper()
-	bin := agenttest.DefaultBuild(t)
+	bin := helpertest.DefaultBuild(t)
 	n := "30"
 	if v := os.Getenv("AIRLOCK_BENCH_N"); v != "" { // for figures: AIRLOCK_BENCH_N=200 go test -v -run BenchDefaultBuild
 		n = v

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/backend/agent"
 	"github.com/airlock-dev/airlock/backend/docker/dockertest"
+	"github.com/airlock-dev/airlock/backend/helper"
 )
 
 // The README installs airlock-helper beside airlock; airlock starts its local helper from it
@@ -102,7 +102,7 @@ func TestHelperBinaryBesideInDocker(t *testing.T) {
 	}
 	// The helper is installed in the container under its digest and started as "… agent …";
 	// its digest is the one of airlock-helper's bytes, not airlock's.
-	helper, err := agent.Inspect(filepath.Join(filepath.Dir(airlockBin), "airlock-helper"))
+	helper, err := helper.Inspect(filepath.Join(filepath.Dir(airlockBin), "airlock-helper"))
 	if err != nil {
 		t.Fatal(err)
 	}

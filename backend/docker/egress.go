@@ -40,7 +40,7 @@ type Egress = backend.Egress
 // the host, bind-mounted read-only at /.airlock-egress, and has the proxy answer on it as the
 // command's call; the resident helper listens on 127.0.0.1 inside the container for that
 // command, points its HTTP(S)_PROXY and ALL_PROXY at that port and relays each connection to
-// the socket (see backend/agent's egress relay). So no host service is reachable from the
+// the socket (see backend/helper's egress relay). So no host service is reachable from the
 // container — not one listening on every address (0.0.0.0), not a gateway address, since the
 // container has none — and each refusal lands on the call whose socket it came through.
 //

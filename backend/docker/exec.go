@@ -16,7 +16,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/agent"
+	"github.com/airlock-dev/airlock/backend/helper"
 )
 
 // pipeDrain bounds how long Exec waits for a killed command's output stream to end; only a
@@ -58,9 +58,9 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		e.mu.Unlock()
 		var res backend.Result
 		if mode == ModeAgent {
-			res, err = a.client.Exec(ctx, agent.Request{
+			res, err = a.client.Exec(ctx, helper.Request{
 				Argv: req.Argv, Command: req.Command, Dir: dir, Workspace: e.cfg.Workdir,
-				Env: agent.MergeEnv(base, env), Stdin: req.Stdin, Timeout: timeout,
+				Env: helper.MergeEnv(base, env), Stdin: req.Stdin, Timeout: timeout,
 				KillGrace: e.cfg.KillGrace, MaxOutputBytes: capBytes,
 				Stdout: req.Stdout, Stderr: req.Stderr, EgressSocket: egressSocket,
 			})
@@ -106,11 +106,11 @@ func (e *Env) ready(ctx context.Context) ([]string, error) {
 		if e.mode == ModeExec || e.agent != nil && e.agent.alive() {
 			return true, ""
 		}
-		var c *agent.Client
+		var c *helper.Client
 		if e.agent != nil {
 			c = e.agent.client
 		}
-		return false, agent.Why(c, "the resident helper stopped")
+		return false, helper.Why(c, "the resident helper stopped")
 	})
 }
 
@@ -237,7 +237,7 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	if mode == ModeAgent && e.helper.bin != nil && !e.helper.bin.Static() {
 		e.notes = append(e.notes, e.helper.bin.LinkNote())
 	}
-	if n := agent.SiblingNote(); mode == ModeAgent && e.cfg.AgentBinary == "" && n != "" {
+	if n := helper.SiblingNote(); mode == ModeAgent && e.cfg.AgentBinary == "" && n != "" {
 		e.notes = append(e.notes, n)
 	}
 	if e.egressDir != "" {

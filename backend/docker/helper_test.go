@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/agent/agenttest"
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/backend/docker/dockertest"
+	"github.com/airlock-dev/airlock/backend/helper/helpertest"
 )
 
 // findHelper sets $p to the PID of the helper; a command runs as the helper's user, so it
@@ -189,7 +189,7 @@ func TestHelperFromDefaultBuild(t *testing.T) {
 	for _, readOnly := range []bool{false, true} {
 		t.Run(map[bool]string{false: "writable_rootfs", true: "read_only_rootfs"}[readOnly], func(t *testing.T) {
 			cfg := testConfig(t, dockertest.Workspace(t), docker.ModeAgent)
-			cfg.AgentBinary = agenttest.DefaultBuild(t)
+			cfg.AgentBinary = helpertest.DefaultBuild(t)
 			cfg.ReadOnlyRootfs = readOnly
 			cfg.ReuseContainer = false
 			env := newEnv(t, cfg)

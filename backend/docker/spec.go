@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/airlock-dev/airlock/backend/agent"
+	"github.com/airlock-dev/airlock/backend/helper"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -58,7 +58,7 @@ type spec struct {
 	ReadOnlyRootfs bool     `json:"read_only_rootfs"`
 	Agent          string   `json:"agent"` // "off", "unusable" or the helper's "sha256:…"
 	// HelperRunAs, when set, is the uid:gid the helper, started as root, runs commands as
-	// while it keeps root as its real user (see [agent.RunAs]); the container then adds
+	// while it keeps root as its real user (see [helper.RunAs]); the container then adds
 	// CAP_SETUID and CAP_SETGID, which only the helper holds.
 	HelperRunAs     string `json:"helper_run_as,omitempty"`
 	NoNewPrivileges bool   `json:"no_new_privileges"`
@@ -79,7 +79,7 @@ type spec struct {
 // installed (ignored when the helper is off): its digest is part of the fingerprint, so a
 // container prepared for one helper, or for none, is never reused for another. gVisor says
 // whether the runtime in force is gVisor.
-func buildSpec(cfg Config, imageID string, helper binaryInfo, gVisor bool) (spec, error) {
+func buildSpec(cfg Config, imageID string, bin binaryInfo, gVisor bool) (spec, error) {
 	s := spec{
 		ImageID:         imageID,
 		Session:         cfg.Session,
@@ -97,11 +97,11 @@ func buildSpec(cfg Config, imageID string, helper binaryInfo, gVisor bool) (spec
 	switch {
 	case cfg.Agent == AgentOff:
 		s.Agent = AgentOff
-	case helper.problem != "" || helper.sha == "":
+	case bin.problem != "" || bin.sha == "":
 		s.Agent = "unusable"
 	default:
-		s.Agent = "sha256:" + helper.sha
-		if _, err := agent.ParseRunAs(cfg.User); err == nil {
+		s.Agent = "sha256:" + bin.sha
+		if _, err := helper.ParseRunAs(cfg.User); err == nil {
 			s.HelperRunAs = cfg.User
 		}
 	}
@@ -136,7 +136,7 @@ func buildSpec(cfg Config, imageID string, helper binaryInfo, gVisor bool) (spec
 		s.Mounts = append(s.Mounts, specs.Mount{Destination: t.Path, Type: "tmpfs", Source: "tmpfs", Options: opts})
 	}
 	if s.ReadOnlyRootfs && strings.HasPrefix(s.Agent, "sha256:") {
-		opts := append(append([]string(nil), helperTmpfsOptions...), "size="+strconv.FormatInt(helperTmpfsSize(helper.size), 10))
+		opts := append(append([]string(nil), helperTmpfsOptions...), "size="+strconv.FormatInt(helperTmpfsSize(bin.size), 10))
 		s.Mounts = append(s.Mounts, specs.Mount{Destination: markDir, Type: "tmpfs", Source: "tmpfs", Options: opts})
 	}
 

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/agent"
+	"github.com/airlock-dev/airlock/backend/helper"
 )
 
 var _ backend.Environment = (*Env)(nil)
@@ -71,7 +71,7 @@ type Env struct {
 	fp      string
 	name    string
 	policy  backend.EnvPolicy
-	helper  *agent.Binary
+	helper  *helper.Binary
 	// helperProblem says why there is no helper binary to install.
 	helperProblem string
 	// egressStop and egressServe are the session's egress proxy in [network] mode
@@ -198,7 +198,7 @@ func (e *Env) Describe() backend.Description {
 		d.Notes = append(d.Notes, e.netNote)
 	}
 	d.Notes = append(d.Notes, e.rtNote, "the resident helper runs as the commands' own user (uid "+fmt.Sprint(runAsID)+"), so a command can signal it and end the session's helper; the next call starts it again")
-	if n := agent.SiblingNote(); e.cfg.AgentBinary == "" && e.helperProblem == "" && n != "" {
+	if n := helper.SiblingNote(); e.cfg.AgentBinary == "" && e.helperProblem == "" && n != "" {
 		d.Notes = append(d.Notes, n)
 	}
 	return d

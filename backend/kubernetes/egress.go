@@ -14,7 +14,7 @@ import (
 // egress, as in mode none, and Airlock's egress proxy is its only way out. Nothing of the
 // cluster's network reaches the proxy: each command's connections to the port its proxy
 // variables name are carried by the resident helper back over the session's exec stream
-// (backend/agent's tunnels) and answered on Airlock's side by the proxy as the command's
+// (backend/helper's tunnels) and answered on Airlock's side by the proxy as the command's
 // call. So no address of Airlock's host is opened to the cluster, and a refusal names the
 // call. The helper is required: without it allowlist is refused with the reason.
 func WithEgressProxy(start backend.EgressProxy) Option {

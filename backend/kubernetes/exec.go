@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/agent"
+	"github.com/airlock-dev/airlock/backend/helper"
 )
 
 // Exec runs req through the pod's resident helper, repairing the pod or the helper first
@@ -40,9 +40,9 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 	a, base := e.agent, e.podEnv
 	e.mu.Unlock()
 	e.touch()
-	res, err := a.client.Exec(ctx, agent.Request{
+	res, err := a.client.Exec(ctx, helper.Request{
 		Argv: req.Argv, Command: req.Command, Dir: dir, Workspace: e.cfg.Workdir,
-		Env: agent.MergeEnv(base, env), Stdin: req.Stdin, Timeout: timeout,
+		Env: helper.MergeEnv(base, env), Stdin: req.Stdin, Timeout: timeout,
 		KillGrace: e.cfg.KillGrace, MaxOutputBytes: capBytes,
 		Stdout: req.Stdout, Stderr: req.Stderr, EgressTunnel: e.callEgress(ctx),
 	})
@@ -70,11 +70,11 @@ func (e *Env) ready(ctx context.Context) ([]string, error) {
 		if e.agent != nil && e.agent.alive() {
 			return true, ""
 		}
-		var c *agent.Client
+		var c *helper.Client
 		if e.agent != nil {
 			c = e.agent.client
 		}
-		return false, agent.Why(c, "the resident helper's stream ended")
+		return false, helper.Why(c, "the resident helper's stream ended")
 	})
 }
 

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/agent/agenttest"
+	"github.com/airlock-dev/airlock/backend/helper/helpertest"
 	"github.com/airlock-dev/airlock/backend/kubernetes"
 )
 
@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 		_ = cluster.cs.CoreV1().Namespaces().Delete(ctx, cluster.ns, metav1.DeleteOptions{})
 		cancel()
 	}
-	agenttest.Remove()
+	helpertest.Remove()
 	os.Exit(code)
 }
 
@@ -117,7 +117,7 @@ func testConfig(t testing.TB) kubernetes.Config {
 		cfg.Image = "airlock-test/busybox:1"
 	}
 	cfg.PullPolicy = "Never"
-	cfg.AgentBinary = agenttest.StaticBuild(t)
+	cfg.AgentBinary = helpertest.StaticBuild(t)
 	cfg.Network = backend.NetworkOpen
 	cfg.CPURequest, cfg.MemoryRequest, cfg.MemoryLimit = "10m", "16Mi", "256Mi"
 	cfg.KillGrace = 500 * time.Millisecond

@@ -17,7 +17,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/airlock-dev/airlock/backend/agent/agenttest"
+	"github.com/airlock-dev/airlock/backend/helper/helpertest"
 )
 
 // TestServeSessionsSpreadAcrossNodes: a batch of sessions opened through `airlock serve`
@@ -38,7 +38,7 @@ func TestServeSessionsSpreadAcrossNodes(t *testing.T) {
 	if err := os.WriteFile(config, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	url, token := startServe(t, agenttest.StaticBuild(t), config, dir)
+	url, token := startServe(t, helpertest.StaticBuild(t), config, dir)
 
 	const sessions = 6
 	hosts := make([]string, sessions)

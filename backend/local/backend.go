@@ -15,7 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/agent"
+	"github.com/airlock-dev/airlock/backend/helper"
 	"github.com/airlock-dev/airlock/backend/sandbox"
 )
 
@@ -142,7 +142,7 @@ type Env struct {
 	policy    backend.EnvPolicy
 	log       hclog.Logger
 
-	helper    *agent.Helper
+	helper    *helper.Helper
 	isolation string // isolationNamespaces or isolationChild
 	// namespace is what the helper's namespaces were made from, in namespace mode.
 	namespace *sandbox.Namespace
@@ -323,7 +323,7 @@ func (e *Env) notes() []string {
 	if e.isolation == isolationNamespaces && e.noNetwork() {
 		n = append(n, "the helper and its commands are in a network namespace of their own: no network ([network] mode = \"none\")")
 	}
-	if s := agent.SiblingNote(); s != "" && e.helper != nil {
+	if s := helper.SiblingNote(); s != "" && e.helper != nil {
 		n = append(n, s)
 	}
 	return n

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/agent"
+	"github.com/airlock-dev/airlock/backend/helper"
 	"github.com/airlock-dev/airlock/backend/sandbox"
 )
 
@@ -28,7 +28,7 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		return backend.Result{}, err
 	}
 	timeout, capBytes := req.Effective(e.cfg.DefaultTimeout, e.cfg.MaxOutputBytes)
-	areq := agent.Request{
+	areq := helper.Request{
 		Argv:           req.Argv,
 		Command:        req.Command,
 		Dir:            dir,

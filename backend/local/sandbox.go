@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/airlock-dev/airlock/backend/agent"
+	"github.com/airlock-dev/airlock/backend/helper"
 	"github.com/airlock-dev/airlock/backend/sandbox"
 )
 
@@ -94,7 +94,7 @@ func (e *Env) startHelper(c SandboxConfig, probe sandbox.Probe) error {
 			maxABI = abi
 		}
 	}
-	spec := agent.HelperSpec{Shell: e.cfg.Shell, TempDir: tmp, ReadRoots: read, WriteRoots: write,
+	spec := helper.HelperSpec{Shell: e.cfg.Shell, TempDir: tmp, ReadRoots: read, WriteRoots: write,
 		Network: c.Network, MaxABI: maxABI}
 	if mode == sandbox.ModeAuto || mode == sandbox.ModeNamespaces {
 		if started, err := e.startInNamespaces(spec, c, mode); started || err != nil {
@@ -107,7 +107,7 @@ func (e *Env) startHelper(c SandboxConfig, probe sandbox.Probe) error {
 // startInNamespaces starts the helper in its own namespaces. It reports false with no error
 // when the host cannot make them and mode auto lets the helper run without (e.fallback
 // says why).
-func (e *Env) startInNamespaces(spec agent.HelperSpec, c SandboxConfig, mode sandbox.Mode) (bool, error) {
+func (e *Env) startInNamespaces(spec helper.HelperSpec, c SandboxConfig, mode sandbox.Mode) (bool, error) {
 	home, _ := os.UserHomeDir()
 	// The configured shell (and the programs beside it) stay reachable where a cover
 	// would hide them. Only there: a root is also scanned for deny_names, and /usr/bin
@@ -127,13 +127,13 @@ func (e *Env) startInNamespaces(spec agent.HelperSpec, c SandboxConfig, mode san
 		// advance.
 		spec.Network = sandbox.Network{Unrestricted: true}
 	}
-	var h *agent.Helper
-	err := fmt.Errorf("%w: %s", agent.ErrNamespace, e.noNamespaces)
+	var h *helper.Helper
+	err := fmt.Errorf("%w: %s", helper.ErrNamespace, e.noNamespaces)
 	if e.noNamespaces == "" {
-		h, err = agent.StartHelper(context.Background(), spec, e.log.Named("helper"))
+		h, err = helper.StartHelper(context.Background(), spec, e.log.Named("helper"))
 	}
 	if err != nil {
-		if mode == sandbox.ModeNamespaces || !errors.Is(err, agent.ErrNamespace) {
+		if mode == sandbox.ModeNamespaces || !errors.Is(err, helper.ErrNamespace) {
 			return false, namespaceRefusal(mode, err)
 		}
 		e.fallback = err.Error()
@@ -153,7 +153,7 @@ func (e *Env) startInNamespaces(spec agent.HelperSpec, c SandboxConfig, mode san
 }
 
 // startChild starts the helper as a plain child: Landlock + seccomp carry the whole policy.
-func (e *Env) startChild(spec agent.HelperSpec, c SandboxConfig, mode sandbox.Mode, abi int) error {
+func (e *Env) startChild(spec helper.HelperSpec, c SandboxConfig, mode sandbox.Mode, abi int) error {
 	if e.cfg.ServeCall != nil && e.cfg.Network != NetworkHost {
 		return fmt.Errorf(`local: [network] mode = "allowlist" on this backend needs the helper's network namespace, and %s; use the docker backend, or mode "none" or "open"`, e.fallback)
 	}
@@ -168,7 +168,7 @@ func (e *Env) startChild(spec agent.HelperSpec, c SandboxConfig, mode sandbox.Mo
 	}
 	hidden, complete := sandbox.FindHidden(append(append([]string(nil), spec.ReadRoots...), spec.WriteRoots...), c.Hidden)
 	spec.Protected = append(append([]string(nil), c.Protected...), hidden...)
-	h, err := agent.StartHelper(context.Background(), spec, e.log.Named("helper"))
+	h, err := helper.StartHelper(context.Background(), spec, e.log.Named("helper"))
 	if err != nil {
 		return fmt.Errorf("local: %w", err)
 	}

@@ -253,7 +253,7 @@ func makeDev(dev string) error {
 // stops every thread and waits for each in turn, and emptying the bounding set takes one
 // call per capability — some 40, most of a helper's drop under load. The resident helper
 // empties its bounding set and sets no_new_privs before the runtime starts a second thread
-// (backend/agent), so only the capset is broadcast there. Neither can be undone, and a new
+// (backend/helper), so only the capset is broadcast there. Neither can be undone, and a new
 // thread copies them from the thread that makes it, so what every thread shows now holds
 // for every later thread too.
 func DropAll() error {

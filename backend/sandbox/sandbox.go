@@ -405,7 +405,7 @@ func (w *Worker) Current() bool {
 // restricted one; fn then runs once it is made, or gets nil and the error making it.
 //
 // It is for a function that waits on its thread before it knows what to run (the helper's
-// reader of requests, reader.go in backend/agent): the command it then starts from there
+// reader of requests, reader.go in backend/helper): the command it then starts from there
 // needs no hand-over to another thread. A hand-over to a goroutine locked to its thread costs
 // the Go runtime a wake-up of that thread and the passing of a processor to it, tens of
 // microseconds, several times a hand-over between two goroutines.

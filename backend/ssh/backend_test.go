@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/agent/agenttest"
 	"github.com/airlock-dev/airlock/backend/backendtest"
+	"github.com/airlock-dev/airlock/backend/helper/helpertest"
 	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/backend/ssh/sshtest"
 )
@@ -16,7 +16,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	sshtest.CleanupBinaries()
-	agenttest.Remove()
+	helpertest.Remove()
 	os.Exit(code)
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/agent/agenttest"
+	"github.com/airlock-dev/airlock/backend/helper/helpertest"
 	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/backend/ssh/sshtest"
 )
@@ -41,7 +41,7 @@ func BenchmarkExec(b *testing.B) {
 	b.Run("agent-default-build", func(b *testing.B) {
 		cfg := srv.Config
 		cfg.Mode = ssh.ModeAuto
-		cfg.AgentBinary = agenttest.DefaultBuild(b)
+		cfg.AgentBinary = helpertest.DefaultBuild(b)
 		run(b, cfg)
 	})
 	b.Run("openssh-controlmaster", func(b *testing.B) {

@@ -19,7 +19,7 @@ import (
 	sshagent "golang.org/x/crypto/ssh/agent"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/agent"
+	"github.com/airlock-dev/airlock/backend/helper"
 )
 
 // ErrAuth marks a host that refused every offered key for the user.
@@ -217,14 +217,14 @@ func (d *dialer) offered() string {
 type link struct {
 	client *gossh.Client
 	jump   *gossh.Client
-	helper *helper // nil in session mode
+	helper *remoteHelper // nil in session mode
 	// proxy is the reverse-forwarded listener on the remote host's 127.0.0.1 that relays to
 	// the egress proxy ([network] mode allowlist; nil otherwise), proxyPort its remote port.
 	proxy     net.Listener
 	proxyPort int
 	// owning is the helper that names the call behind a connection to the forwarded port,
 	// once it runs (nil in session mode); read by the proxy while it serves.
-	owning atomic.Pointer[helper]
+	owning atomic.Pointer[remoteHelper]
 
 	dead chan struct{}
 	once sync.Once
@@ -379,7 +379,7 @@ func (e *Env) connect(ctx context.Context) (*link, error) {
 			if !e.bin.bin.Static() {
 				notes = append(notes, e.bin.bin.LinkNote())
 			}
-			if n := agent.SiblingNote(); e.cfg.AgentBinary == "" && n != "" {
+			if n := helper.SiblingNote(); e.cfg.AgentBinary == "" && n != "" {
 				notes = append(notes, n)
 			}
 		}

@@ -2,7 +2,7 @@
 // same code as `airlock agent` and as the local backend's helper, linking nothing else.
 //
 // airlock starts it in its place when it lies beside the airlock executable and comes from
-// the same build (backend/agent.Sibling says how that is decided): the local backend's
+// the same build (backend/helper.Sibling says how that is decided): the local backend's
 // helper then starts in a few milliseconds instead of paying for the ~400 packages the
 // airlock binary initialises, and the Docker, SSH and Kubernetes backends copy ~6 MB into an
 // environment instead of 84 MB. Without it, airlock uses itself, and nothing is weaker.
@@ -18,7 +18,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/airlock-dev/airlock/backend/agent/helpercmd"
+	"github.com/airlock-dev/airlock/backend/helper/helpercmd"
 )
 
 func main() {

@@ -1,6 +1,6 @@
 package main
 
-import "github.com/airlock-dev/airlock/backend/agent/helpercmd"
+import "github.com/airlock-dev/airlock/backend/helper/helpercmd"
 
 // The agent subcommand is the resident helper that the Docker, SSH and Kubernetes backends
 // start inside their environment (package helpercmd; cmd/airlock-helper is the same helper

@@ -29,7 +29,7 @@ func Main(m *testing.M, prefix string, bin *string, setup func(dir string) error
 		}
 	}
 	// airlock-helper beside it, as the README's install puts it: the tests run the helper a
-	// user gets (airlock takes it when it is of the same source, backend/agent.Sibling).
+	// user gets (airlock takes it when it is of the same source, backend/helper.Sibling).
 	for _, b := range []struct{ out, pkg string }{
 		{*bin, "github.com/airlock-dev/airlock/cmd/airlock"},
 		{filepath.Join(dir, "airlock-helper"), "github.com/airlock-dev/airlock/cmd/airlock-helper"},

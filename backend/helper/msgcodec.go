@@ -1,0 +1,289 @@
+package helper
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// The start and exit messages are the two every command's round trip carries, and they are
+// written in a small binary form of their own rather than JSON. Measured in the helper on
+// the command path (where the thread that decodes has just woken, its caches cold), a JSON
+// start took 11 µs to decode and a JSON exit 9 µs on the client's side: with the encodings,
+// a tenth of what the helper added to a command. Every other message stays JSON; these two
+// are flat, and their form is fixed by ProtocolVersion, as both sides come from one build.
+//
+// A message is a sequence of fields, each a one-byte tag and then its value: a string is a
+// uvarint length and its bytes; a list of strings a uvarint count and each string; an
+// integer a zigzag varint; a flag its tag alone (present is true). A field at its zero value
+// is left out. A tag this build does not know, a tag given twice, or a value that runs past
+// the end of the message fails the decode: the message is refused, the stream goes on.
+
+// Tags of startMsg.
+const (
+	tagArgv           = 'a'
+	tagCommand        = 'c'
+	tagDir            = 'd'
+	tagWorkspace      = 'w'
+	tagEnv            = 'e'
+	tagSameEnv        = 'E'
+	tagStdin          = 'i'
+	tagTimeoutMS      = 't'
+	tagKillGraceMS    = 'k'
+	tagMaxOutputBytes = 'm'
+	tagLive           = 'l'
+	tagEgressSocket   = 's'
+	tagEgressTunnel   = 'T'
+)
+
+// Tags of exitMsg.
+const (
+	tagExitCode    = 'x'
+	tagTimedOut    = 'o'
+	tagCancelled   = 'c'
+	tagTruncated   = 'u'
+	tagStdoutBytes = 'O'
+	tagStderrBytes = 'E'
+	tagDurationNS  = 'd'
+	tagError       = 'r'
+	tagErrorKind   = 'k'
+)
+
+// errMsgCodec marks a message that does not decode.
+var errMsgCodec = errors.New("malformed message")
+
+func (m startMsg) encode() []byte {
+	b := make(msgBuf, 0, 64+len(m.Command)+len(m.Dir)+len(m.Workspace)+len(m.EgressSocket)+listLen(m.Argv)+listLen(m.Env))
+	b.strs(tagArgv, m.Argv)
+	b.str(tagCommand, m.Command)
+	b.str(tagDir, m.Dir)
+	b.str(tagWorkspace, m.Workspace)
+	b.strs(tagEnv, m.Env)
+	b.flag(tagSameEnv, m.SameEnv)
+	b.flag(tagStdin, m.Stdin)
+	b.int(tagTimeoutMS, m.TimeoutMS)
+	b.int(tagKillGraceMS, m.KillGraceMS)
+	b.int(tagMaxOutputBytes, m.MaxOutputBytes)
+	b.flag(tagLive, m.Live)
+	b.str(tagEgressSocket, m.EgressSocket)
+	b.flag(tagEgressTunnel, m.EgressTunnel)
+	return b
+}
+
+func decodeStartMsg(p []byte) (startMsg, error) {
+	var m startMsg
+	r := msgReader{b: p}
+	for !r.done() {
+		tag, err := r.tag()
+		if err != nil {
+			return startMsg{}, err
+		}
+		switch tag {
+		case tagArgv:
+			m.Argv, err = r.strs()
+		case tagCommand:
+			m.Command, err = r.str()
+		case tagDir:
+			m.Dir, err = r.str()
+		case tagWorkspace:
+			m.Workspace, err = r.str()
+		case tagEnv:
+			m.Env, err = r.strs()
+		case tagSameEnv:
+			m.SameEnv = true
+		case tagStdin:
+			m.Stdin = true
+		case tagTimeoutMS:
+			m.TimeoutMS, err = r.int()
+		case tagKillGraceMS:
+			m.KillGraceMS, err = r.int()
+		case tagMaxOutputBytes:
+			m.MaxOutputBytes, err = r.int()
+		case tagLive:
+			m.Live = true
+		case tagEgressSocket:
+			m.EgressSocket, err = r.str()
+		case tagEgressTunnel:
+			m.EgressTunnel = true
+		default:
+			return startMsg{}, fmt.Errorf("%w: start: unknown field %q", errMsgCodec, tag)
+		}
+		if err != nil {
+			return startMsg{}, fmt.Errorf("start: field %q: %w", tag, err)
+		}
+	}
+	return m, nil
+}
+
+func (m exitMsg) encode() []byte {
+	b := make(msgBuf, 0, 48+len(m.Error)+len(m.ErrorKind))
+	b.int(tagExitCode, int64(m.ExitCode))
+	b.flag(tagTimedOut, m.TimedOut)
+	b.flag(tagCancelled, m.Cancelled)
+	b.flag(tagTruncated, m.Truncated)
+	b.int(tagStdoutBytes, m.StdoutBytes)
+	b.int(tagStderrBytes, m.StderrBytes)
+	b.int(tagDurationNS, m.DurationNS)
+	b.str(tagError, m.Error)
+	b.str(tagErrorKind, m.ErrorKind)
+	return b
+}
+
+func decodeExitMsg(p []byte) (exitMsg, error) {
+	var m exitMsg
+	r := msgReader{b: p}
+	for !r.done() {
+		tag, err := r.tag()
+		if err != nil {
+			return exitMsg{}, err
+		}
+		var code int64
+		switch tag {
+		case tagExitCode:
+			code, err = r.int()
+			m.ExitCode = int(code)
+			if err == nil && int64(m.ExitCode) != code {
+				err = fmt.Errorf("%w: exit code %d out of range", errMsgCodec, code)
+			}
+		case tagTimedOut:
+			m.TimedOut = true
+		case tagCancelled:
+			m.Cancelled = true
+		case tagTruncated:
+			m.Truncated = true
+		case tagStdoutBytes:
+			m.StdoutBytes, err = r.int()
+		case tagStderrBytes:
+			m.StderrBytes, err = r.int()
+		case tagDurationNS:
+			m.DurationNS, err = r.int()
+		case tagError:
+			m.Error, err = r.str()
+		case tagErrorKind:
+			m.ErrorKind, err = r.str()
+		default:
+			return exitMsg{}, fmt.Errorf("%w: exit: unknown field %q", errMsgCodec, tag)
+		}
+		if err != nil {
+			return exitMsg{}, fmt.Errorf("exit: field %q: %w", tag, err)
+		}
+	}
+	return m, nil
+}
+
+// msgBuf is a message being encoded.
+type msgBuf []byte
+
+func (b *msgBuf) str(tag byte, s string) {
+	if s != "" {
+		*b = append(*b, tag)
+		b.rawStr(s)
+	}
+}
+
+func (b *msgBuf) rawStr(s string) {
+	*b = binary.AppendUvarint(*b, uint64(len(s)))
+	*b = append(*b, s...)
+}
+
+func (b *msgBuf) strs(tag byte, ss []string) {
+	if len(ss) == 0 {
+		return
+	}
+	*b = append(*b, tag)
+	*b = binary.AppendUvarint(*b, uint64(len(ss)))
+	for _, s := range ss {
+		b.rawStr(s)
+	}
+}
+
+func (b *msgBuf) int(tag byte, v int64) {
+	if v != 0 {
+		*b = append(*b, tag)
+		*b = binary.AppendVarint(*b, v)
+	}
+}
+
+func (b *msgBuf) flag(tag byte, v bool) {
+	if v {
+		*b = append(*b, tag)
+	}
+}
+
+// listLen is what a list of strings takes encoded, near enough to size the buffer.
+func listLen(ss []string) int {
+	n := 0
+	for _, s := range ss {
+		n += len(s) + 2
+	}
+	return n
+}
+
+// msgReader decodes a message's fields in turn.
+type msgReader struct {
+	b    []byte
+	seen [4]uint64 // tags read so far, one bit each
+}
+
+func (r *msgReader) done() bool { return len(r.b) == 0 }
+
+func (r *msgReader) tag() (byte, error) {
+	t := r.b[0]
+	r.b = r.b[1:]
+	word, bit := t/64, uint64(1)<<(t%64)
+	if r.seen[word]&bit != 0 {
+		return 0, fmt.Errorf("%w: field %q given twice", errMsgCodec, t)
+	}
+	r.seen[word] |= bit
+	return t, nil
+}
+
+func (r *msgReader) uvarint() (uint64, error) {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		return 0, fmt.Errorf("%w: bad length", errMsgCodec)
+	}
+	r.b = r.b[n:]
+	return v, nil
+}
+
+func (r *msgReader) str() (string, error) {
+	n, err := r.uvarint()
+	if err != nil {
+		return "", err
+	}
+	if n > uint64(len(r.b)) {
+		return "", fmt.Errorf("%w: a string of %d bytes in %d", errMsgCodec, n, len(r.b))
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s, nil
+}
+
+func (r *msgReader) strs() ([]string, error) {
+	n, err := r.uvarint()
+	if err != nil {
+		return nil, err
+	}
+	// Every string takes at least its length's byte: a count beyond what is left is a lie,
+	// and allocating for it first would let a peer ask for any amount of memory.
+	if n > uint64(len(r.b)) {
+		return nil, fmt.Errorf("%w: %d strings in %d bytes", errMsgCodec, n, len(r.b))
+	}
+	out := make([]string, n)
+	for i := range out {
+		if out[i], err = r.str(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (r *msgReader) int() (int64, error) {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		return 0, fmt.Errorf("%w: bad integer", errMsgCodec)
+	}
+	r.b = r.b[n:]
+	return v, nil
+}

@@ -1,0 +1,96 @@
+package helper
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+var (
+	fullStart = startMsg{
+		Argv: []string{"/bin/echo", "", "a b"}, Command: "echo hi", Dir: "/w/sub", Workspace: "/w",
+		Env: []string{"A=1", "EMPTY=", "U=ü"}, SameEnv: true, Stdin: true, TimeoutMS: 120000,
+		KillGraceMS: -1, MaxOutputBytes: 1 << 40, Live: true, EgressSocket: "/run/e.sock", EgressTunnel: true,
+	}
+	fullExit = exitMsg{
+		ExitCode: -1, TimedOut: true, Cancelled: true, Truncated: true, StdoutBytes: 1 << 33,
+		StderrBytes: 7, DurationNS: 1234567890123, Error: "chdir: no such file", ErrorKind: kindStart,
+	}
+)
+
+// TestMsgCodecRoundTrips: every field of a start and an exit comes back as it was sent, and
+// zero values are left out of the encoding.
+func TestMsgCodecRoundTrips(t *testing.T) {
+	for _, m := range []startMsg{fullStart, {}, {Command: "true", Dir: "/"}} {
+		got, err := decodeStartMsg(m.encode())
+		if err != nil || !reflect.DeepEqual(got, m) {
+			t.Errorf("start %+v came back as %+v, %v", m, got, err)
+		}
+	}
+	for _, m := range []exitMsg{fullExit, {}, {ExitCode: 127}} {
+		got, err := decodeExitMsg(m.encode())
+		if err != nil || !reflect.DeepEqual(got, m) {
+			t.Errorf("exit %+v came back as %+v, %v", m, got, err)
+		}
+	}
+	if n := len((exitMsg{}).encode()); n != 0 {
+		t.Errorf("an exit of zero values is %d bytes, want 0", n)
+	}
+}
+
+// TestMsgCodecRefuses: a message that is not whole, names a field this build does not know,
+// or gives one twice is refused.
+func TestMsgCodecRefuses(t *testing.T) {
+	cases := map[string][]byte{
+		"unknown field":        {'Z'},
+		"twice":                append(startMsg{Dir: "/a"}.encode(), startMsg{Dir: "/b"}.encode()...),
+		"flag twice":           {tagStdin, tagStdin},
+		"string past the end":  {tagDir, 9, '/'},
+		"no length":            {tagDir},
+		"list count too large": {tagEnv, 0xff, 0xff, 0x03, 1, 'a'},
+		"cut inside a list":    {tagEnv, 2, 1, 'a'},
+		"cut integer":          {tagTimeoutMS, 0x80},
+		"json":                 []byte(`{"command":"true"}`),
+	}
+	for name, b := range cases {
+		if _, err := decodeStartMsg(b); !errors.Is(err, errMsgCodec) {
+			t.Errorf("%s: start decode gave %v, want a malformed message", name, err)
+		}
+	}
+	if _, err := decodeExitMsg([]byte{'Z'}); !errors.Is(err, errMsgCodec) {
+		t.Errorf("exit with an unknown field: %v", err)
+	}
+}
+
+// FuzzStartMsg: no input panics the decoder or makes it allocate beyond the input's size,
+// and what decodes encodes to something that decodes to the same.
+func FuzzStartMsg(f *testing.F) {
+	f.Add(fullStart.encode())
+	f.Add(fullExit.encode())
+	f.Add([]byte{tagEnv, 3, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if m, err := decodeStartMsg(b); err == nil {
+			again, err := decodeStartMsg(m.encode())
+			if err != nil || !reflect.DeepEqual(normalStart(again), normalStart(m)) {
+				t.Fatalf("%q decoded to %+v, which came back as %+v, %v", b, m, again, err)
+			}
+		}
+		if m, err := decodeExitMsg(b); err == nil {
+			again, err := decodeExitMsg(m.encode())
+			if err != nil || again != m {
+				t.Fatalf("%q decoded to %+v, which came back as %+v, %v", b, m, again, err)
+			}
+		}
+	})
+}
+
+// normalStart makes empty lists nil: an empty list is left out of the encoding.
+func normalStart(m startMsg) startMsg {
+	if len(m.Argv) == 0 {
+		m.Argv = nil
+	}
+	if len(m.Env) == 0 {
+		m.Env = nil
+	}
+	return m
+}
