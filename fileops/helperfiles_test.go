@@ -18,7 +18,7 @@ import (
 )
 
 // withHelper is the local backend seen as a remote one whose resident helper serves file
-// operations: an in-process `airlock agent` on a pipe. It counts the operations served.
+// operations: an in-process `airlock helper` on a pipe. It counts the operations served.
 type withHelper struct {
 	remoteLike
 	c   *helper.Client

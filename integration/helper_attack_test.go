@@ -17,7 +17,7 @@ import (
 // Attacks from a command on the resident helper that starts later commands, found in review:
 // the command runs as the helper's own user inside the container.
 
-func agentEnv(t *testing.T) *docker.Env {
+func helperEnv(t *testing.T) *docker.Env {
 	t.Helper()
 	dockertest.Client(t) // skips, or fails under AIRLOCK_REQUIRE_DOCKER, without a daemon
 	prefix := fmt.Sprintf("airlock_itag_%d_%d_", os.Getpid(), time.Now().UnixNano()%1e9)
@@ -73,7 +73,7 @@ const findAgent = `for d in /proc/[0-9]*; do case "$(tr '\0' ' ' < $d/cmdline 2>
 // answer a later command in its place.
 func TestAgentStreamCannotBeForged(t *testing.T) {
 	t.Parallel()
-	env := agentEnv(t)
+	env := helperEnv(t)
 	out := "FORGED by an earlier command\n"
 	exit := fmt.Sprintf(`{"exit_code":0,"stdout_bytes":%d,"stderr_bytes":0,"duration_ns":1}`, len(out))
 	forge := printfFrame('O', 2, out) + printfFrame('Q', 2, exit)
@@ -95,7 +95,7 @@ func TestAgentStreamCannotBeForged(t *testing.T) {
 // hold later calls past their timeout; the helper is given up and replaced.
 func TestFrozenAgentDoesNotHang(t *testing.T) {
 	t.Parallel()
-	env := agentEnv(t)
+	env := helperEnv(t)
 	mustRun(t, env, backend.Request{Command: findAgent + `; setsid sh -c 'sleep 0.5; kill -STOP $0' "$p" </dev/null >/dev/null 2>&1 & true`})
 	time.Sleep(time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -116,7 +116,7 @@ func TestFrozenAgentDoesNotHang(t *testing.T) {
 // still killed when the command times out.
 func TestSetsidInContainerDoesNotEscape(t *testing.T) {
 	t.Parallel()
-	env := agentEnv(t)
+	env := helperEnv(t)
 	res := mustRun(t, env, backend.Request{
 		Command: `setsid sh -c 'exec sleep 4242' </dev/null >/dev/null 2>&1 & sleep 100`,
 		Timeout: time.Second,

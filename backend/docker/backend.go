@@ -79,18 +79,18 @@ type Env struct {
 	// must not lose a container.
 	prepareHook func(stage string)
 
-	mu            sync.Mutex
-	claimLost     bool // a warm-pool claim found the container another claimer's (see Claim)
-	containerID   string
-	containerEnv  []string // the container's environment, image's and ours: the base of every command's
-	touchFile     string   // last-use mark inside the container, "" when the rootfs is read-only
-	mode          string
-	agent         *agentConn
-	agentStarts   int
-	notes         []string // for Describe
-	runtimeNote   string   // for Describe: the OCI runtime containers run under
-	userNote      string   // for Describe: whom commands run as, where "auto" chose
-	agentDisabled string   // why the helper is not used, "" if it is or may be
+	mu             sync.Mutex
+	claimLost      bool // a warm-pool claim found the container another claimer's (see Claim)
+	containerID    string
+	containerEnv   []string // the container's environment, image's and ours: the base of every command's
+	touchFile      string   // last-use mark inside the container, "" when the rootfs is read-only
+	mode           string
+	resident       *helperConn
+	helperStarts   int
+	notes          []string // for Describe
+	runtimeNote    string   // for Describe: the OCI runtime containers run under
+	userNote       string   // for Describe: whom commands run as, where "auto" chose
+	helperDisabled string   // why the helper is not used, "" if it is or may be
 
 	// egressDir, egressStop and egressServe are the session's socket directory on the host
 	// and its proxy in allowlist mode (see WithEgressProxy); empty otherwise.
@@ -166,7 +166,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	e.fp = e.spec.fingerprint()
 	e.name = e.containerName()
 	if cfg.Agent == AgentOff {
-		e.agentDisabled = "the resident helper is off (environment.docker.agent = \"off\")"
+		e.helperDisabled = "the resident helper is off (environment.docker.agent = \"off\")"
 	}
 	if _, err := e.prepare(ctx, ""); err != nil {
 		cerr := e.Close(ctx)
@@ -175,10 +175,10 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	// A fallback is owed to the first result too, not only to Describe: a caller that reads
 	// results learns why each command costs a docker exec.
 	e.mu.Lock()
-	owed := e.mode == ModeExec && e.cfg.Agent != AgentOff && e.agentDisabled != ""
+	owed := e.mode == ModeExec && e.cfg.Agent != AgentOff && e.helperDisabled != ""
 	e.mu.Unlock()
 	if owed {
-		e.rep.Owe(e.agentDisabled)
+		e.rep.Owe(e.helperDisabled)
 	}
 	return e, nil
 }
@@ -281,8 +281,8 @@ func (e *Env) Close(ctx context.Context) error {
 	}
 	defer release()
 	e.mu.Lock()
-	a, id, lost := e.agent, e.containerID, e.claimLost
-	e.agent = nil
+	a, id, lost := e.resident, e.containerID, e.claimLost
+	e.resident = nil
 	e.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)

@@ -27,13 +27,13 @@
 // the container, which every command touches, or from the container's start when the root
 // filesystem is read-only.
 //
-// Commands normally go to a resident helper (package agent, the airlock binary itself,
+// Commands normally go to a resident helper (package helper, the airlock binary itself,
 // copied in once) over one attached exec stream, which costs about a millisecond per
 // command instead of the ~45 ms of a docker exec. The helper lives in /.airlock, which only
 // root can write: a directory of the root filesystem, or a tmpfs of its own when the root
 // filesystem is read-only. When commands run as a numeric user other than root (always with
 // user "auto"), the helper starts as root and keeps root as its real user while it acts as
-// theirs, so that no command can signal it (see [agent.RunAs]); the container's main process
+// theirs, so that no command can signal it (see [helper.RunAs]); the container's main process
 // runs as root for the same reason. Before each start of the helper an exec as root checks that
 // directory and the binary's SHA-256, and installs the binary again if anything differs. When the helper cannot run — another CPU
 // architecture, a dynamically linked binary, a failed start, or it died twice — the backend

@@ -54,7 +54,7 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 	}
 	for attempt := 0; ; attempt++ {
 		e.mu.Lock()
-		mode, a, id, base := e.mode, e.agent, e.containerID, e.containerEnv
+		mode, a, id, base := e.mode, e.resident, e.containerID, e.containerEnv
 		e.mu.Unlock()
 		var res backend.Result
 		if mode == ModeAgent {
@@ -73,7 +73,7 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 			}
 		} else if egressSocket != "" {
 			e.mu.Lock()
-			why := e.agentDisabled
+			why := e.helperDisabled
 			e.mu.Unlock()
 			return backend.Result{}, e.errNeedsHelper(why)
 		} else {
@@ -103,12 +103,12 @@ func (e *Env) ready(ctx context.Context) ([]string, error) {
 	return e.rep.Ready(ctx, func() (bool, string) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		if e.mode == ModeExec || e.agent != nil && e.agent.alive() {
+		if e.mode == ModeExec || e.resident != nil && e.resident.alive() {
 			return true, ""
 		}
 		var c *helper.Client
-		if e.agent != nil {
-			c = e.agent.client
+		if e.resident != nil {
+			c = e.resident.client
 		}
 		return false, helper.Why(c, "the resident helper stopped")
 	})
@@ -119,7 +119,7 @@ func (e *Env) ready(ctx context.Context) ([]string, error) {
 func (e *Env) mended() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.mode == ModeAgent && e.agent != nil && e.agent.alive()
+	return e.mode == ModeAgent && e.resident != nil && e.resident.alive()
 }
 
 // logName names the container in the log.
@@ -134,8 +134,8 @@ func (e *Env) logName() string {
 // recreated or restarted.
 func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	e.mu.Lock()
-	old, id := e.agent, e.containerID
-	e.agent = nil
+	old, id := e.resident, e.containerID
+	e.resident = nil
 	e.mu.Unlock()
 	if old != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
@@ -182,16 +182,16 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 			e.containerEnv = info.Config.Env
 		}
 		if recreated {
-			e.agentStarts = 0 // the helper did not fail: its container went away
+			e.helperStarts = 0 // the helper did not fail: its container went away
 		}
 		e.mu.Unlock()
 		id = newID
 	}
 
 	mode := ModeExec
-	var a *agentConn
+	var a *helperConn
 	e.mu.Lock()
-	disabled, starts := e.agentDisabled, e.agentStarts
+	disabled, starts := e.helperDisabled, e.helperStarts
 	e.mu.Unlock()
 	// What the fallback means: in allowlist mode there is none (see errNeedsHelper).
 	fallback, fallbackNow := "; commands start with one docker exec each (~45 ms)", "; commands now start with one docker exec each (~45 ms)"
@@ -204,7 +204,7 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 			notes = append(notes, disabled)
 		} else {
 			var err error
-			a, err = e.startAgent(ctx, id)
+			a, err = e.startHelper(ctx, id)
 			starts++
 			switch {
 			case err != nil:
@@ -226,10 +226,10 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	if e.rep.Closed() {
 		// Closed while repairing: Close, waiting for this repair, stops the helper and
 		// removes the container, which are recorded for it.
-		e.agent = a
+		e.resident = a
 		return nil, backend.ErrClosed
 	}
-	e.agent, e.mode, e.agentStarts, e.agentDisabled = a, mode, starts, disabled
+	e.resident, e.mode, e.helperStarts, e.helperDisabled = a, mode, starts, disabled
 	e.notes = nil
 	if disabled != "" {
 		e.notes = append(e.notes, disabled)

@@ -119,7 +119,7 @@ func TestNonHelperBinaryFallsBackToExec(t *testing.T) {
 	env := newEnv(t, cfg)
 	d := env.Describe()
 	notes := strings.Join(d.Notes, " ")
-	if d.Mode != docker.ModeExec || d.Capabilities.ResidentHelper || !strings.Contains(notes, "helper did not start") || !strings.Contains(notes, "agent") {
+	if d.Mode != docker.ModeExec || d.Capabilities.ResidentHelper || !strings.Contains(notes, "helper did not start") || !strings.Contains(notes, "/.airlock/helper-") {
 		t.Errorf("describe: mode %q notes %q", d.Mode, d.Notes)
 	}
 	first := mustExec(t, env, backend.Request{Command: "echo ok"})

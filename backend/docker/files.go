@@ -16,7 +16,7 @@ var _ backend.FileOps = (*Env)(nil)
 // wrapping [backend.ErrNoHelper], so the caller takes the shell road and says so.
 func (e *Env) FileOp(ctx context.Context, req backend.FileRequest) (backend.FileResult, error) {
 	e.mu.Lock()
-	mode, a, disabled := e.mode, e.agent, e.agentDisabled
+	mode, a, disabled := e.mode, e.resident, e.helperDisabled
 	e.mu.Unlock()
 	if e.rep.Closed() {
 		return backend.FileResult{}, backend.ErrClosed

@@ -19,9 +19,9 @@ import (
 	"github.com/airlock-dev/airlock/backend/helper"
 )
 
-// agentConn is one running helper: an attached exec whose stdin and stdout carry the agent
+// helperConn is one running helper: an attached exec whose stdin and stdout carry the agent
 // protocol.
-type agentConn struct {
+type helperConn struct {
 	client  *helper.Client
 	hij     types.HijackedResponse
 	execID  string
@@ -29,7 +29,7 @@ type agentConn struct {
 	demuxed chan struct{}         // closed when the exec's output stream ended
 }
 
-func (a *agentConn) alive() bool {
+func (a *helperConn) alive() bool {
 	select {
 	case <-a.client.Done():
 		return false
@@ -40,7 +40,7 @@ func (a *agentConn) alive() bool {
 
 // close ends the stream (the helper kills what still runs and exits) and waits a little for
 // the exec to end.
-func (a *agentConn) close(ctx context.Context) {
+func (a *helperConn) close(ctx context.Context) {
 	if a.client != nil {
 		_ = a.client.Close()
 	} else {
@@ -103,16 +103,16 @@ func (e *Env) checkHelper() (string, binaryInfo) {
 }
 
 // helperPaths are where the helper's executable and, for a dynamically linked one, its
-// loader and libraries are installed: /.airlock/agent-DIGEST and /.airlock/agent-DIGEST.d.
+// loader and libraries are installed: /.airlock/helper-DIGEST and /.airlock/helper-DIGEST.d.
 func helperPaths(info binaryInfo) (exe, libDir string) {
-	exe = path.Join(markDir, "agent-"+info.sha[:16])
+	exe = path.Join(markDir, "helper-"+info.sha[:16])
 	return exe, exe + ".d"
 }
 
-// startAgent makes sure the helper in the container is the binary checked when the session
+// startHelper makes sure the helper in the container is the binary checked when the session
 // started, installing it if not, and starts it. The error says why the helper cannot be
 // used; the caller falls back to one exec per command.
-func (e *Env) startAgent(ctx context.Context, id string) (*agentConn, error) {
+func (e *Env) startHelper(ctx context.Context, id string) (*helperConn, error) {
 	info := e.helper
 	if info.problem != "" {
 		return nil, errors.New(info.problem)
@@ -123,11 +123,11 @@ func (e *Env) startAgent(ctx context.Context, id string) (*agentConn, error) {
 		if i > 0 {
 			dir, target = libDir, path.Join(libDir, f.Name)
 		}
-		if err := e.installAgent(ctx, id, f.Path, f.SHA256, dir, target); err != nil {
+		if err := e.installHelper(ctx, id, f.Path, f.SHA256, dir, target); err != nil {
 			return nil, err
 		}
 	}
-	args := []string{"agent"}
+	args := []string{helper.Subcommand}
 	if !e.cfg.ReadOnlyRootfs {
 		args = append(args, "--touch", lastUseFile)
 	}
@@ -152,7 +152,7 @@ func (e *Env) startAgent(ctx context.Context, id string) (*agentConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker exec attach (helper): %w", err)
 	}
-	a := &agentConn{hij: hij, execID: x.ID, stderr: helper.NewStderr(), demuxed: make(chan struct{})}
+	a := &helperConn{hij: hij, execID: x.ID, stderr: helper.NewStderr(), demuxed: make(chan struct{})}
 	pr, pw := io.Pipe()
 	go func() {
 		_, err := stdcopy.StdCopy(pw, a.stderr, hij.Reader)
@@ -162,7 +162,7 @@ func (e *Env) startAgent(ctx context.Context, id string) (*agentConn, error) {
 		_ = pw.CloseWithError(err)
 		close(a.demuxed)
 	}()
-	l, err := helper.Launch(ctx, pr, &hijackWriter{hij: &a.hij}, a.stderr, e.log.Named("agent"))
+	l, err := helper.Launch(ctx, pr, &hijackWriter{hij: &a.hij}, a.stderr, e.log.Named("helper"))
 	if err != nil {
 		a.close(ctx)
 		return nil, err
@@ -206,14 +206,14 @@ got=$(digest "$t")
 if [ -n "$got" ] && [ "$got" != "$want" ]; then echo "installed file has SHA-256 $got, want $want" >&2; exit 4; fi
 echo installed`
 
-// installAgent makes sure target is the helper binary (digest sha), installing bin there if
+// installHelper makes sure target is the helper binary (digest sha), installing bin there if
 // it is not, with an exec as root. The directory is the root-owned /.airlock: in a writable
 // root filesystem a directory of the image's filesystem made when the container was created,
 // with a read-only one a tmpfs of its own (the archive API cannot see into a tmpfs).
-func (e *Env) installAgent(ctx context.Context, id, bin, sha, dir, target string) error {
+func (e *Env) installHelper(ctx context.Context, id, bin, sha, dir, target string) error {
 	f, err := os.Open(bin)
 	if err != nil {
-		return fmt.Errorf("agent binary: %w", err)
+		return fmt.Errorf("helper binary: %w", err)
 	}
 	defer f.Close()
 	res, err := e.rawExec(ctx, id, rawExec{

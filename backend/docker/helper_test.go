@@ -147,7 +147,7 @@ func TestHelperPartOfFingerprint(t *testing.T) {
 
 	on := off
 	on.Agent = docker.AgentAuto
-	on.AgentBinary = dockertest.AgentBinary(t)
+	on.AgentBinary = dockertest.HelperBinary(t)
 	envOn := newEnv(t, on)
 	if envOn.ContainerID() == envOff.ContainerID() {
 		t.Fatalf("the helper-off container %s was reused with the helper on", envOff.ContainerID())

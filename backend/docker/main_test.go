@@ -60,7 +60,7 @@ func testConfig(t testing.TB, ws, mode string) docker.Config {
 	if mode == docker.ModeExec {
 		cfg.Agent = docker.AgentOff
 	} else {
-		cfg.AgentBinary = dockertest.AgentBinary(t)
+		cfg.AgentBinary = dockertest.HelperBinary(t)
 	}
 	return cfg
 }

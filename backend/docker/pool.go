@@ -28,7 +28,7 @@ var _ backend.Claimer = (*Env)(nil)
 // A member whose helper has ended is refused without a round trip: the pool closes it.
 func (e *Env) Claim(ctx context.Context, session string) error {
 	e.mu.Lock()
-	closed, member, a := e.rep.Closed(), e.cfg.PoolMember, e.agent
+	closed, member, a := e.rep.Closed(), e.cfg.PoolMember, e.resident
 	e.mu.Unlock()
 	switch {
 	case closed:
@@ -66,8 +66,8 @@ func (e *Env) Claim(ctx context.Context, session string) error {
 func (e *Env) Lost() <-chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.agent == nil {
+	if e.resident == nil {
 		return nil
 	}
-	return e.agent.client.Done()
+	return e.resident.client.Done()
 }

@@ -19,7 +19,7 @@ func TestClaimIsAtomic(t *testing.T) {
 	dockertest.Client(t)
 	cfg := DefaultConfig()
 	cfg.Image = dockertest.Image(t)
-	cfg.AgentBinary = dockertest.AgentBinary(t)
+	cfg.AgentBinary = dockertest.HelperBinary(t)
 	cfg.ContainerNamePrefix = fmt.Sprintf("airlocktest_%d_claim_", time.Now().UnixNano()%1e9)
 	cfg.SetPoolSize(1)
 	cfg.PoolMember = true
@@ -35,7 +35,7 @@ func TestClaimIsAtomic(t *testing.T) {
 	handles := make([]*Env, claimers)
 	for i := range handles {
 		handles[i] = &Env{cfg: member.cfg, cli: member.cli, log: member.log, session: member.session,
-			name: member.name, agent: member.agent, containerID: member.containerID}
+			name: member.name, resident: member.resident, containerID: member.containerID}
 		handles[i].rep = backend.NewRepairer(member.log, handles[i].logName, handles[i].mended, handles[i].prepare)
 	}
 	errs := make([]error, claimers)

@@ -226,7 +226,7 @@ func TestWarmPoolGCAfterKill(t *testing.T) {
 	gcPrefix := prefix + "poolgc_"
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPoolHelperProcess$")
 	cmd.Env = append(os.Environ(), "AIRLOCK_DOCKER_POOL_HELPER=1", "AIRLOCK_DOCKER_PREFIX="+gcPrefix,
-		"AIRLOCK_DOCKER_AGENT="+dockertest.AgentBinary(t))
+		"AIRLOCK_DOCKER_AGENT="+dockertest.HelperBinary(t))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

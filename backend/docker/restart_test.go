@@ -51,7 +51,7 @@ func TestDaemonRestartMidSession(t *testing.T) {
 			if mode == docker.ModeExec {
 				cfg.Agent = docker.AgentOff
 			} else {
-				cfg.AgentBinary = dockertest.AgentBinary(t)
+				cfg.AgentBinary = dockertest.HelperBinary(t)
 			}
 			env := newEnv(t, cfg)
 			if got := sh(t, env, "echo kept > /workspace/mark && echo before"); got != "before" {

@@ -22,7 +22,7 @@ import (
 // A statically linked airlock is one file. A dynamically linked one — what `go build` makes
 // by default on a machine with a C compiler, since package net then links the C library — is
 // shipped with its ELF interpreter and the shared libraries it needs, read from its dynamic
-// section and found on the host, and started as `INTERP --library-path DIR airlock agent`.
+// section and found on the host, and started as `INTERP --library-path DIR airlock helper`.
 // So the helper runs whatever the image or remote host has, or lacks, for a C library, and the
 // fast path does not depend on how airlock was built. The commands the helper starts are
 // the environment's own programs: --library-path is an argument of the loader, not a
@@ -71,8 +71,17 @@ func (b *Binary) LinkNote() string {
 	return "airlock is dynamically linked: the helper is shipped with its loader and libraries (" + strings.Join(names, ", ") + ")"
 }
 
+// Subcommand is the argument that starts the helper (`airlock helper`, `airlock-helper
+// helper`); the backends put it first in the helper's arguments.
+const Subcommand = "helper"
+
+// OldSubcommand is the helper's former name, "agent" (a word that means the AI agent
+// everywhere else), still accepted by airlock and airlock-helper so that a command line
+// written for an older airlock keeps working. Nothing in this tree sends it.
+const OldSubcommand = "agent"
+
 // Argv is the command that starts the helper once exe is installed at exeAt and the other
-// files in libDir; args follow the executable ("agent", flags).
+// files in libDir; args follow the executable ([Subcommand], flags).
 func (b *Binary) Argv(exeAt, libDir string, args ...string) []string {
 	var argv []string
 	if !b.Static() {
@@ -103,7 +112,7 @@ var unameMachines = map[elf.Machine][]string{
 // tell.
 func (b *Binary) CheckGOARCH(arch string) error {
 	if want, ok := goarchMachines[arch]; ok && want != b.Machine {
-		return fmt.Errorf("agent binary %s is for %s, the environment is %s", b.Path, b.Machine, arch)
+		return fmt.Errorf("helper binary %s is for %s, the environment is %s", b.Path, b.Machine, arch)
 	}
 	return nil
 }
@@ -120,7 +129,7 @@ func (b *Binary) CheckUname(uname string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("the remote is %s, agent binary %s is for %s", m, b.Path, b.Machine)
+	return fmt.Errorf("the remote is %s, helper binary %s is for %s", m, b.Path, b.Machine)
 }
 
 var inspected sync.Map // path|size|mtime -> inspection
@@ -136,7 +145,7 @@ type inspection struct {
 func Inspect(p string) (*Binary, error) {
 	fi, err := os.Stat(p)
 	if err != nil {
-		return nil, fmt.Errorf("agent binary: %w", err)
+		return nil, fmt.Errorf("helper binary: %w", err)
 	}
 	k := fmt.Sprintf("%s|%d|%d", p, fi.Size(), fi.ModTime().UnixNano())
 	if v, ok := inspected.Load(k); ok {
@@ -151,7 +160,7 @@ func Inspect(p string) (*Binary, error) {
 func inspect(p string) (*Binary, error) {
 	f, err := elf.Open(p)
 	if err != nil {
-		return nil, fmt.Errorf("agent binary %s is not an ELF executable: %w", p, err)
+		return nil, fmt.Errorf("helper binary %s is not an ELF executable: %w", p, err)
 	}
 	defer f.Close()
 	b := &Binary{Path: p, Machine: f.Machine}
@@ -167,7 +176,7 @@ func inspect(p string) (*Binary, error) {
 	}
 	real, err := filepath.EvalSymlinks(interp)
 	if err != nil {
-		return nil, fmt.Errorf("agent binary %s is dynamically linked and its loader %s is missing: %w", p, interp, err)
+		return nil, fmt.Errorf("helper binary %s is dynamically linked and its loader %s is missing: %w", p, interp, err)
 	}
 	b.Interp = path.Base(interp)
 	ld, err := hashFile(b.Interp, real)
@@ -233,7 +242,7 @@ func neededLibraries(f *elf.File, p, interp string, m elf.Machine, interpDir str
 			_ = o.f.Close()
 		}
 		if err != nil {
-			return nil, fmt.Errorf("agent binary: read the libraries %s needs: %w", o.path, err)
+			return nil, fmt.Errorf("helper binary: read the libraries %s needs: %w", o.path, err)
 		}
 		for _, name := range needed {
 			if seen[name] {
@@ -242,7 +251,7 @@ func neededLibraries(f *elf.File, p, interp string, m elf.Machine, interpDir str
 			seen[name] = true
 			lp, lf, err := findLibrary(name, append(own, dirs...), m, o.f.Class)
 			if err != nil {
-				return nil, fmt.Errorf("agent binary %s is dynamically linked and needs %s, which is not on this host: %w", p, name, err)
+				return nil, fmt.Errorf("helper binary %s is dynamically linked and needs %s, which is not on this host: %w", p, name, err)
 			}
 			out = append(out, library{soname: name, path: lp})
 			queue = append(queue, object{lf, lp})
@@ -357,17 +366,17 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
 
 func hashFile(name, p string) (File, error) {
 	if !validName.MatchString(name) {
-		return File{}, fmt.Errorf("agent binary: library name %q is not a plain file name", name)
+		return File{}, fmt.Errorf("helper binary: library name %q is not a plain file name", name)
 	}
 	fh, err := os.Open(p)
 	if err != nil {
-		return File{}, fmt.Errorf("agent binary: %w", err)
+		return File{}, fmt.Errorf("helper binary: %w", err)
 	}
 	defer fh.Close()
 	h := sha256.New()
 	n, err := io.Copy(h, fh)
 	if err != nil {
-		return File{}, fmt.Errorf("agent binary: read %s: %w", p, err)
+		return File{}, fmt.Errorf("helper binary: read %s: %w", p, err)
 	}
 	return File{Name: name, Path: p, SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}, nil
 }

@@ -47,11 +47,11 @@ func TestInspectDefaultBuild(t *testing.T) {
 	// Installed as the backends install it — each file under its name, the executable
 	// apart — the bundle starts with the loader given on the command line.
 	dir := t.TempDir()
-	lib := filepath.Join(dir, "agent.d")
+	lib := filepath.Join(dir, "helper.d")
 	if err := os.Mkdir(lib, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	exe := filepath.Join(dir, "agent")
+	exe := filepath.Join(dir, "helper")
 	for i, f := range b.Files {
 		dst := filepath.Join(lib, f.Name)
 		if i == 0 {
@@ -87,7 +87,7 @@ func TestInspectStatic(t *testing.T) {
 	if !b.Static() || len(b.Files) != 1 || b.Digest != b.Files[0].SHA256 || b.LinkNote() != "" {
 		t.Errorf("static build inspected as %+v", b)
 	}
-	if argv := b.Argv("/x/agent", "/x/agent.d", "agent"); strings.Join(argv, " ") != "/x/agent agent" {
+	if argv := b.Argv("/x/helper", "/x/helper.d", "helper"); strings.Join(argv, " ") != "/x/helper helper" {
 		t.Errorf("argv %q", argv)
 	}
 	if _, err := helper.Inspect(filepath.Join(dir, "missing")); err == nil {

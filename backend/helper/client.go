@@ -133,9 +133,9 @@ func (c *Client) Ready(ctx context.Context) error {
 	case <-c.ready:
 		return nil
 	case <-c.done:
-		return fmt.Errorf("%w: agent: %w", backend.ErrUnavailable, c.Err())
+		return fmt.Errorf("%w: helper: %w", backend.ErrUnavailable, c.Err())
 	case <-ctx.Done():
-		return fmt.Errorf("agent: waiting for hello: %w", ctx.Err())
+		return fmt.Errorf("helper: waiting for hello: %w", ctx.Err())
 	}
 }
 
@@ -223,7 +223,7 @@ func (c *Client) readLoop(r io.Reader) {
 			return
 		}
 		if err := c.dispatch(f); err != nil {
-			c.log.Warn("agent protocol error", "error", err)
+			c.log.Warn("helper protocol error", "error", err)
 			c.fail(err)
 			return
 		}
@@ -330,7 +330,7 @@ func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) 
 	start := time.Now()
 	if err := c.sendStart(id, m); err != nil {
 		c.fail(fmt.Errorf("send: %w", err))
-		return backend.Result{}, fmt.Errorf("%w: agent: send start: %w", backend.ErrUnavailable, err)
+		return backend.Result{}, fmt.Errorf("%w: helper: send start: %w", backend.ErrUnavailable, err)
 	}
 	if req.Stdin != nil {
 		go c.pumpStdin(id, cl, req.Stdin)
@@ -370,9 +370,9 @@ func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) 
 		case <-deadline:
 			err := fmt.Errorf("the helper did not answer within %s of the command's end; it is treated as dead", grace+procgroup.PipeDrain+answerMargin)
 			c.abandon(err)
-			return backend.Result{}, fmt.Errorf("%w: agent: %w", backend.ErrUnavailable, err)
+			return backend.Result{}, fmt.Errorf("%w: helper: %w", backend.ErrUnavailable, err)
 		case <-c.done:
-			return backend.Result{}, fmt.Errorf("%w: agent: %w", backend.ErrUnavailable, c.Err())
+			return backend.Result{}, fmt.Errorf("%w: helper: %w", backend.ErrUnavailable, c.Err())
 		}
 	}
 }
@@ -396,7 +396,7 @@ func (c *Client) result(x exitMsg, cl *call, start time.Time, cancelled bool) (b
 	case kindOutside:
 		return backend.Result{}, fmt.Errorf("%w: %s", backend.ErrOutsideWorkspace, x.Error)
 	default:
-		return backend.Result{}, fmt.Errorf("agent: %s", x.Error)
+		return backend.Result{}, fmt.Errorf("helper: %s", x.Error)
 	}
 	cl.mu.Lock()
 	defer cl.mu.Unlock()

@@ -2,7 +2,7 @@
 // an SSH host) that starts commands on request, so that a command costs a message on an
 // already open stream (~1 ms) rather than a fresh docker exec or SSH session (~45 ms).
 //
-// [Serve] is the helper's side; `airlock agent` runs it on its stdin and stdout. [Client] is
+// [Serve] is the helper's side; `airlock helper` runs it on its stdin and stdout. [Client] is
 // the host's side: it multiplexes concurrent [Client.Exec] calls over one stream pair.
 //
 // The wire format is a sequence of frames, each a 4-byte big-endian length (of what follows),

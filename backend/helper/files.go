@@ -191,13 +191,13 @@ func (c *Client) FileOp(ctx context.Context, req backend.FileRequest) (backend.F
 	}
 	if err := c.sendFrames(first...); err != nil {
 		c.fail(fmt.Errorf("send: %w", err))
-		return backend.FileResult{}, fmt.Errorf("%w: agent: send file request: %w", backend.ErrUnavailable, err)
+		return backend.FileResult{}, fmt.Errorf("%w: helper: send file request: %w", backend.ErrUnavailable, err)
 	}
 	for len(data) > 0 {
 		n := min(len(data), MaxPayload)
 		if err := c.send(frameFileData, id, data[:n]); err != nil {
 			c.fail(fmt.Errorf("send: %w", err))
-			return backend.FileResult{}, fmt.Errorf("%w: agent: send file data: %w", backend.ErrUnavailable, err)
+			return backend.FileResult{}, fmt.Errorf("%w: helper: send file data: %w", backend.ErrUnavailable, err)
 		}
 		data = data[n:]
 	}
@@ -210,12 +210,12 @@ func (c *Client) FileOp(ctx context.Context, req backend.FileRequest) (backend.F
 		data := cl.stdout
 		cl.mu.Unlock()
 		if int64(len(data)) != d.DataLen {
-			return backend.FileResult{}, fmt.Errorf("agent: file answer of %d bytes, announced %d", len(data), d.DataLen)
+			return backend.FileResult{}, fmt.Errorf("helper: file answer of %d bytes, announced %d", len(data), d.DataLen)
 		}
 		return backend.FileResult{Data: data, Size: d.Size, Lines: d.Lines, Binary: d.Binary, SHA256: d.SHA256, Created: d.Created}, nil
 	case <-c.done:
-		return backend.FileResult{}, fmt.Errorf("%w: agent: %w", backend.ErrUnavailable, c.Err())
+		return backend.FileResult{}, fmt.Errorf("%w: helper: %w", backend.ErrUnavailable, c.Err())
 	case <-ctx.Done():
-		return backend.FileResult{}, fmt.Errorf("agent: file operation: %w", ctx.Err())
+		return backend.FileResult{}, fmt.Errorf("helper: file operation: %w", ctx.Err())
 	}
 }

@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "3dc5902e2ec99352c061f7c2abf6caf4758f74a441c4d89dad89a279f3ffb679"
+const SourceFingerprint = "a6f80ea4078984165a5658e04d276159a029b9c7dd1c95bf8e00caaa3f4e364f"

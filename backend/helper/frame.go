@@ -23,7 +23,7 @@ const headerLen = 5
 
 // ErrMalformedFrame marks a stream that does not follow the framing; the stream cannot be
 // trusted after it and is closed.
-var ErrMalformedFrame = errors.New("agent: malformed frame")
+var ErrMalformedFrame = errors.New("helper: malformed frame")
 
 type frameType byte
 
@@ -89,7 +89,7 @@ func writeFrames(w io.Writer, fs ...frame) error {
 	n := 0
 	for _, f := range fs {
 		if len(f.payload) > MaxPayload {
-			return fmt.Errorf("agent: frame payload of %d bytes exceeds %d", len(f.payload), MaxPayload)
+			return fmt.Errorf("helper: frame payload of %d bytes exceeds %d", len(f.payload), MaxPayload)
 		}
 		n += 4 + headerLen + len(f.payload)
 	}

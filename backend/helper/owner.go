@@ -69,7 +69,7 @@ func (c *Client) Owner(ctx context.Context, client, server netip.AddrPort) (stri
 	defer release()
 	if err := c.send(frameOwner, id, mustJSON(ownerMsg{Client: client.String(), Server: server.String()})); err != nil {
 		c.fail(fmt.Errorf("send: %w", err))
-		return "", fmt.Errorf("%w: agent: send owner: %w", backend.ErrUnavailable, err)
+		return "", fmt.Errorf("%w: helper: send owner: %w", backend.ErrUnavailable, err)
 	}
 	select {
 	case ans := <-cl.ownerDone:
@@ -87,9 +87,9 @@ func (c *Client) Owner(ctx context.Context, client, server netip.AddrPort) (stri
 		}
 		return owner.callID, nil
 	case <-ctx.Done():
-		return "", fmt.Errorf("agent: owner: %w", ctx.Err())
+		return "", fmt.Errorf("helper: owner: %w", ctx.Err())
 	case <-c.done:
-		return "", fmt.Errorf("%w: agent: %w", backend.ErrUnavailable, c.Err())
+		return "", fmt.Errorf("%w: helper: %w", backend.ErrUnavailable, c.Err())
 	}
 }
 

@@ -209,7 +209,7 @@ func (s *server) handOff(err error) {
 func (s *server) next() (frame, error) {
 	f, err := readFrame(s.in)
 	if err != nil && !errors.Is(err, io.EOF) {
-		err = fmt.Errorf("agent: read: %w", err)
+		err = fmt.Errorf("helper: read: %w", err)
 	}
 	return f, err
 }

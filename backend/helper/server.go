@@ -61,7 +61,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 	s.tunnels = newTunnelSet(s.send)
 	enforced, notes := sandboxHello(opts)
 	if err := s.send(frameHello, 0, mustJSON(hello{Version: ProtocolVersion, Role: "server", PID: os.Getpid(), Source: strings.TrimPrefix(sourceRecorded, sourceMarker), SandboxEnforced: enforced, SandboxNotes: notes})); err != nil {
-		return fmt.Errorf("agent: send hello: %w", err)
+		return fmt.Errorf("helper: send hello: %w", err)
 	}
 	// The restricted threads commands start from are made while the client gets ready.
 	s.opts.Sandbox.Warm()
@@ -88,7 +88,7 @@ func checkHello(f frame, role string) error {
 		return fmt.Errorf("%w: hello: %w", ErrMalformedFrame, err)
 	}
 	if h.Version != ProtocolVersion || h.Role != role {
-		return fmt.Errorf("agent: peer speaks protocol %d as %q, want %d as %q", h.Version, h.Role, ProtocolVersion, role)
+		return fmt.Errorf("helper: peer speaks protocol %d as %q, want %d as %q", h.Version, h.Role, ProtocolVersion, role)
 	}
 	return nil
 }
@@ -555,7 +555,7 @@ func touch(path string) {
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
-		panic("agent: marshal: " + err.Error()) // only fixed message types are marshalled
+		panic("helper: marshal: " + err.Error()) // only fixed message types are marshalled
 	}
 	return b
 }

@@ -516,7 +516,7 @@ func (e *env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 }
 
 func (e *env) Describe() backend.Description {
-	return backend.Description{Kind: "agent-test", Workspace: e.ws,
+	return backend.Description{Kind: "helper-test", Workspace: e.ws,
 		Capabilities: backend.Capabilities{ProcessTreeKill: true, ResidentHelper: true},
 		Limits:       backend.Limits{DefaultTimeout: time.Minute, MaxOutputBytes: backend.DefaultMaxOutputBytes}}
 }

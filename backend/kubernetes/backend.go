@@ -87,7 +87,7 @@ type Env struct {
 	podUID    types.UID
 	node      string
 	podEnv    []string // the container's environment: the base of every command's
-	agent     *agentConn
+	resident  *helperConn
 	netNote   string // how [network] is held, for Describe
 	rtNote    string // whether the runtime class exists, for Describe
 	lastTouch time.Time
@@ -183,7 +183,7 @@ func (e *Env) Describe() backend.Description {
 			FilesystemIsolation: true,
 			NetworkIsolation:    e.cfg.Network == backend.NetworkNone, // allowlist: through the proxy
 			ProcessTreeKill:     true,
-			ResidentHelper:      e.agent != nil,
+			ResidentHelper:      e.resident != nil,
 		},
 		Limits: backend.Limits{
 			DefaultTimeout: e.cfg.DefaultTimeout,
@@ -229,8 +229,8 @@ func (e *Env) Close(ctx context.Context) error {
 	}
 	defer release()
 	e.mu.Lock()
-	a, uid, lost := e.agent, e.podUID, e.claimLost
-	e.agent = nil
+	a, uid, lost := e.resident, e.podUID, e.claimLost
+	e.resident = nil
 	e.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()

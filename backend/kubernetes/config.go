@@ -185,8 +185,8 @@ func (c Config) Validate() error {
 	default:
 		bad("pull_policy", "want IfNotPresent, Always or Never, got %q", c.PullPolicy)
 	}
-	if !path.IsAbs(c.Workdir) || path.Clean(c.Workdir) == "/" || path.Clean(c.Workdir) == "/tmp" || path.Clean(c.Workdir) == agentDir {
-		bad("workdir", "must be an absolute path below / other than /tmp and %s, got %q", agentDir, c.Workdir)
+	if !path.IsAbs(c.Workdir) || path.Clean(c.Workdir) == "/" || path.Clean(c.Workdir) == "/tmp" || path.Clean(c.Workdir) == helperDir {
+		bad("workdir", "must be an absolute path below / other than /tmp and %s, got %q", helperDir, c.Workdir)
 	}
 	for _, q := range []struct{ k, v string }{
 		{"cpu_request", c.CPURequest}, {"cpu_limit", c.CPULimit}, {"memory_request", c.MemoryRequest},

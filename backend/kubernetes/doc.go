@@ -22,7 +22,7 @@
 // exec stream, which carries each command's connections back to Airlock (egress.go), so no
 // address of Airlock's host need be open to the cluster.
 //
-// Commands and file tools go to the resident helper (package agent, the airlock binary
+// Commands and file tools go to the resident helper (package helper, the airlock binary
 // itself) on one long-lived exec stream per session: WebSocket, falling back to SPDY only
 // when the upgrade is refused, since a fallback on any error would run a command twice. The
 // image needs no Go: the static helper is copied in over exec, once per pod, and checked by

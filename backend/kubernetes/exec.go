@@ -37,7 +37,7 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		return backend.Result{}, err
 	}
 	e.mu.Lock()
-	a, base := e.agent, e.podEnv
+	a, base := e.resident, e.podEnv
 	e.mu.Unlock()
 	e.touch()
 	res, err := a.client.Exec(ctx, helper.Request{
@@ -67,12 +67,12 @@ func (e *Env) ready(ctx context.Context) ([]string, error) {
 	return e.rep.Ready(ctx, func() (bool, string) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		if e.agent != nil && e.agent.alive() {
+		if e.resident != nil && e.resident.alive() {
 			return true, ""
 		}
 		var c *helper.Client
-		if e.agent != nil {
-			c = e.agent.client
+		if e.resident != nil {
+			c = e.resident.client
 		}
 		return false, helper.Why(c, "the resident helper's stream ended")
 	})
@@ -83,7 +83,7 @@ func (e *Env) ready(ctx context.Context) ([]string, error) {
 func (e *Env) mended() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.agent != nil && e.agent.alive()
+	return e.resident != nil && e.resident.alive()
 }
 
 // logName names the pod in the log.
@@ -94,8 +94,8 @@ func (e *Env) logName() string { return "pod " + e.name }
 // API-server restart) is started again in the same pod.
 func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	e.mu.Lock()
-	old, oldUID := e.agent, e.podUID
-	e.agent = nil
+	old, oldUID := e.resident, e.podUID
+	e.resident = nil
 	e.mu.Unlock()
 	if old != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
@@ -121,17 +121,17 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	if err := e.checkNetwork(ctx, p.Name); err != nil {
 		return nil, errors.Join(err, e.deletePod(context.WithoutCancel(ctx), p.UID, false))
 	}
-	a, penv, err := e.startAgent(ctx, p.Name)
+	a, penv, err := e.startHelper(ctx, p.Name)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: pod %s/%s: %w", e.cl.namespace, e.name, err)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.rep.Closed() {
-		e.agent = a // Close, waiting for this repair, stops it
+		e.resident = a // Close, waiting for this repair, stops it
 		return nil, backend.ErrClosed
 	}
-	e.agent, e.podEnv = a, penv
+	e.resident, e.podEnv = a, penv
 	return notes, nil
 }
 

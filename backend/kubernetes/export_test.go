@@ -22,7 +22,7 @@ func (e *Env) ClaimHandle() (*Env, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h := &Env{cfg: e.cfg, cl: cl, log: e.log, session: e.session, spec: e.spec, fp: e.fp, name: e.name,
-		podUID: e.podUID, node: e.node, agent: e.agent, lost: make(chan struct{})}
+		podUID: e.podUID, node: e.node, resident: e.resident, lost: make(chan struct{})}
 	h.rep = backend.NewRepairer(h.log, h.logName, h.mended, h.prepare)
 	return h, nil
 }
@@ -39,5 +39,5 @@ func (e *Env) ClaimLost() bool {
 func (e *Env) ForgetHelper() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.agent = nil
+	e.resident = nil
 }

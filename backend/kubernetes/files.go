@@ -19,7 +19,7 @@ func (e *Env) FileOp(ctx context.Context, req backend.FileRequest) (backend.File
 	}
 	e.rep.Owe(notes...) // owed to the next command's Result
 	e.mu.Lock()
-	a := e.agent
+	a := e.resident
 	e.mu.Unlock()
 	if a == nil {
 		return backend.FileResult{}, fmt.Errorf("kubernetes: %w: the helper is not running", backend.ErrNoHelper)

@@ -14,9 +14,9 @@ import (
 	"github.com/airlock-dev/airlock/backend/helper"
 )
 
-// agentConn is one running helper: an exec in the pod whose stdin and stdout carry the agent
+// helperConn is one running helper: an exec in the pod whose stdin and stdout carry the agent
 // protocol.
-type agentConn struct {
+type helperConn struct {
 	client *helper.Client
 	stdin  *io.PipeWriter
 	stderr *backend.CappedBuffer // what the helper said on stderr, for diagnostics
@@ -24,7 +24,7 @@ type agentConn struct {
 	cancel context.CancelFunc    // ends the stream
 }
 
-func (a *agentConn) alive() bool {
+func (a *helperConn) alive() bool {
 	select {
 	case <-a.client.Done():
 		return false
@@ -37,7 +37,7 @@ func (a *agentConn) alive() bool {
 
 // close ends the helper's input (it kills what still runs and exits), waits a little for
 // the stream to end, then cuts it.
-func (a *agentConn) close(ctx context.Context) {
+func (a *helperConn) close(ctx context.Context) {
 	if a.client != nil {
 		_ = a.client.Close()
 	}
@@ -76,9 +76,9 @@ if [ -n "$got" ] && [ "$got" != "$want" ]; then echo "installed file has SHA-256
 echo installed`
 
 // helperPaths are where the helper's executable and, for a dynamically linked one, its
-// loader and libraries are installed: /.airlock/agent-DIGEST and /.airlock/agent-DIGEST.d.
+// loader and libraries are installed: /.airlock/helper-DIGEST and /.airlock/helper-DIGEST.d.
 func helperPaths(b *helper.Binary) (exe, libDir string) {
-	exe = path.Join(agentDir, "agent-"+b.Digest[:16])
+	exe = path.Join(helperDir, "helper-"+b.Digest[:16])
 	return exe, exe + ".d"
 }
 
@@ -106,7 +106,7 @@ func podEnv(environ string) []string {
 func (e *Env) installFile(ctx context.Context, pod, bin, sha, dir, target string) error {
 	f, err := os.Open(bin)
 	if err != nil {
-		return fmt.Errorf("agent binary: %w", err)
+		return fmt.Errorf("helper binary: %w", err)
 	}
 	defer f.Close()
 	// The helper's tens of MB go through the API server and kubelet: part of starting the
@@ -140,10 +140,10 @@ done
 echo --environ--
 cat /proc/1/environ`
 
-// startAgent installs the helper where it is missing and starts it on one long-lived exec
+// startHelper installs the helper where it is missing and starts it on one long-lived exec
 // stream, which lives until Close (not the call that started it). It returns the
 // container's environment too.
-func (e *Env) startAgent(ctx context.Context, pod string) (*agentConn, []string, error) {
+func (e *Env) startHelper(ctx context.Context, pod string) (*helperConn, []string, error) {
 	if e.helper == nil {
 		return nil, nil, errors.New(e.helperProblem)
 	}
@@ -175,11 +175,11 @@ func (e *Env) startAgent(ctx context.Context, pod string) (*agentConn, []string,
 		}
 	}
 	e.log.Debug("helper in place", "pod", pod, "duration_ms", time.Since(start).Milliseconds())
-	cmd := e.helper.Argv(exe, libDir, "agent")
+	cmd := e.helper.Argv(exe, libDir, helper.Subcommand)
 	sctx, cancel := context.WithCancel(e.rep.Life())
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	a := &agentConn{stdin: inW, stderr: helper.NewStderr(), done: make(chan struct{}), cancel: cancel}
+	a := &helperConn{stdin: inW, stderr: helper.NewStderr(), done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(a.done)
 		_, err := e.podExec(sctx, pod, cmd, execStreams{stdin: inR, stdout: outW, stderr: a.stderr})
@@ -189,7 +189,7 @@ func (e *Env) startAgent(ctx context.Context, pod string) (*agentConn, []string,
 		_ = outW.CloseWithError(err)
 		_ = inR.CloseWithError(err)
 	}()
-	l, err := helper.Launch(ctx, outR, inW, a.stderr, e.log.Named("agent"))
+	l, err := helper.Launch(ctx, outR, inW, a.stderr, e.log.Named("helper"))
 	if err != nil {
 		a.close(ctx)
 		return nil, nil, err

@@ -44,8 +44,8 @@ const (
 	containerName = "sandbox"
 	// runAsID is the uid and gid everything in the pod runs as: not root, and not an id the
 	// image is likely to give a meaning to (distroless's "nonroot").
-	runAsID  = 65532
-	agentDir = "/.airlock"
+	runAsID   = 65532
+	helperDir = "/.airlock"
 	// killGraceSeconds is the pod's termination grace: PID 1 exits on TERM at once.
 	killGraceSeconds = 2
 )
@@ -58,7 +58,7 @@ var pid1 = []string{"/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 
 func podSpec(c Config) (corev1.PodSpec, error) {
 	q := func(s string) resource.Quantity { return resource.MustParse(s) }
 	tmpSize := q(c.TmpSize)
-	agentSize := q("256Mi")
+	helperSize := q("256Mi")
 	spec := corev1.PodSpec{
 		RestartPolicy:                 corev1.RestartPolicyNever,
 		AutomountServiceAccountToken:  ptr.To(false),
@@ -91,13 +91,13 @@ func podSpec(c Config) (corev1.PodSpec, error) {
 			VolumeMounts: []corev1.VolumeMount{
 				{Name: "workspace", MountPath: c.Workdir},
 				{Name: "tmp", MountPath: "/tmp"},
-				{Name: "airlock", MountPath: agentDir},
+				{Name: "airlock", MountPath: helperDir},
 			},
 		}},
 		Volumes: []corev1.Volume{
 			{Name: "workspace", VolumeSource: workspaceSource(c)},
 			{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &tmpSize}}},
-			{Name: "airlock", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &agentSize}}},
+			{Name: "airlock", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &helperSize}}},
 		},
 	}
 	if c.WorkspaceVolume == VolumePVC {

@@ -34,7 +34,7 @@ const (
 // the session's.
 func (e *Env) Claim(ctx context.Context, session string) error {
 	e.mu.Lock()
-	closed, member, uid, a := e.rep.Closed(), e.cfg.PoolMember, e.podUID, e.agent
+	closed, member, uid, a := e.rep.Closed(), e.cfg.PoolMember, e.podUID, e.resident
 	e.mu.Unlock()
 	switch {
 	case closed:

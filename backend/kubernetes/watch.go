@@ -42,7 +42,7 @@ func (e *Env) watchPod() {
 // warm pool an unclaimed member is lost.
 func (e *Env) podGone(uid types.UID, what string) {
 	e.mu.Lock()
-	a, mine := e.agent, e.podUID == uid
+	a, mine := e.resident, e.podUID == uid
 	e.mu.Unlock()
 	if !mine {
 		return

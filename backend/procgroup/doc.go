@@ -11,6 +11,6 @@
 // another goroutine, since from that domain it could signal only its own command.
 //
 // Both places where Airlock starts processes itself use it: the local backend on the host,
-// and the resident helper (airlock agent) inside a container or on an SSH host. It is a
+// and the resident helper (airlock helper) inside a container or on an SSH host. It is a
 // mechanism, not a backend: it knows nothing of workspaces, environments or policy.
 package procgroup

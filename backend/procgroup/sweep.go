@@ -31,7 +31,7 @@ var (
 
 // EnableSubreaper makes this process the reaper of orphans its commands leave behind and
 // turns on the sweep that Run does after every command. It affects the whole process: call
-// it from a process whose only children are the commands it runs (airlock agent).
+// it from a process whose only children are the commands it runs (airlock helper).
 func EnableSubreaper() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return err

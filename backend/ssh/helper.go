@@ -20,7 +20,7 @@ import (
 	"github.com/airlock-dev/airlock/backend/helper"
 )
 
-// remoteHelper is the resident `airlock agent` on one long-lived session of a link.
+// remoteHelper is the resident `airlock helper` on one long-lived session of a link.
 type remoteHelper struct {
 	session *gossh.Session
 	client  *helper.Client
@@ -90,7 +90,7 @@ func (e *Env) helperName() string {
 	if e.bin.err != nil {
 		return ""
 	}
-	return "agent-" + e.bin.bin.Digest
+	return "helper-" + e.bin.bin.Digest
 }
 
 // startHelper starts the helper from the remote cache on a session of its own and waits for
@@ -182,7 +182,7 @@ func (e *Env) launchHelper(ctx context.Context, l *link, name, args string) (*re
 		_ = s.Close()
 		return nil, fmt.Errorf("helper did not start: unexpected status %q", status)
 	}
-	launched, err := helper.Launch(ctx, stream, stdin, stderr, e.log.Named("agent"))
+	launched, err := helper.Launch(ctx, stream, stdin, stderr, e.log.Named("helper"))
 	if err != nil {
 		_ = s.Close()
 		return nil, err
@@ -275,7 +275,7 @@ func helperScript(nonce, name string, bin *helper.Binary, args string) string {
 closed -- "$f" && [ -x "$f" ] || { say stale "is not an executable owned by uid $u and closed to group and others"; exit 3; }
 s=$(sha256sum < "$f") && [ "${s%% *}" = ` + bin.Files[0].SHA256 + ` ] || { say stale "has another sha256"; exit 3; }
 `)
-	run := `"$f" agent`
+	run := `"$f" ` + helper.Subcommand
 	if !bin.Static() {
 		b.WriteString(`l="$f.d"
 { [ ! -L "$l" ] && dir "$l"; } || { say stale "library directory $l is missing or not the user's and closed"; exit 3; }
@@ -286,7 +286,7 @@ s=$(sha256sum < "$f") && [ "${s%% *}" = ` + bin.Files[0].SHA256 + ` ] || { say s
 s=$(sha256sum < "$g") && [ "${s%% *}" = ` + lib.SHA256 + ` ] || { say stale "$g has another sha256"; exit 3; }
 `)
 		}
-		run = `"$l/` + bin.Interp + `" --library-path "$l" "$f" agent`
+		run = `"$l/` + bin.Interp + `" --library-path "$l" "$f" ` + helper.Subcommand
 	}
 	b.WriteString(`say ok
 exec env -i HOME="$HOME" PATH=` + remotePath + ` ` + run + args + `
@@ -304,7 +304,7 @@ if [ "$p" != "$d" ]; then
 	{ [ ! -L "$p" ] && dir "$p"; } || { say refuse "$p is not a directory (nor a symlink) owned by uid $u and closed to group and others"; exit 3; }
 fi
 if [ -d "$f" ] && [ ! -L "$f" ]; then say fail "$f is a directory"; exit 3; fi
-t=$(mktemp "$p/.agent-XXXXXXXXXX") || { say fail "mktemp in $p failed"; exit 3; }
+t=$(mktemp "$p/.helper-XXXXXXXXXX") || { say fail "mktemp in $p failed"; exit 3; }
 if cat > "$t" && chmod 700 -- "$t" && s=$(sha256sum < "$t") && [ "${s%% *}" = ` + sum + ` ]; then
 	# mv would move into a directory that a symlink at $f points to.
 	[ ! -L "$f" ] || rm -f -- "$f"

@@ -20,7 +20,7 @@ func TestHelperScripts(t *testing.T) {
 	good := []byte("#!/bin/sh\necho \"helper ran: $1\"\n")
 	sum := sha256.Sum256(good)
 	hexSum := hex.EncodeToString(sum[:])
-	name := "agent-" + hexSum
+	name := "helper-" + hexSum
 	const other = 65534 // an account other than the one running the test (which is root)
 
 	type env struct{ home, cache, helper, ran string }
@@ -145,7 +145,7 @@ func TestHelperScripts(t *testing.T) {
 				if !statusIs(status, tc.wantUp) {
 					t.Errorf("upload: status %q, want %q", status, tc.wantUp)
 				}
-				if left, _ := filepath.Glob(filepath.Join(e.cache, ".agent-*")); len(left) > 0 {
+				if left, _ := filepath.Glob(filepath.Join(e.cache, ".helper-*")); len(left) > 0 {
 					t.Errorf("upload left %q behind", left)
 				}
 			}
@@ -153,7 +153,7 @@ func TestHelperScripts(t *testing.T) {
 			if !statusIs(status, tc.wantRun) {
 				t.Errorf("start: status %q, want %q", status, tc.wantRun)
 			}
-			if ranGood := after == "helper ran: agent\n"; ranGood != (status == "ok") {
+			if ranGood := after == "helper ran: helper\n"; ranGood != (status == "ok") {
 				t.Errorf("start: status %q but output after it %q", status, after)
 			}
 			if _, err := os.Stat(e.ran); err == nil {

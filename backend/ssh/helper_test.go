@@ -35,7 +35,7 @@ func TestHelperCacheChecks(t *testing.T) {
 	uid, gid := srv.UID, srv.GID
 	dotCache := filepath.Join(srv.Home, ".cache")
 	cache := filepath.Join(dotCache, "airlock")
-	cached := filepath.Join(cache, "agent-"+sha256File(t, bin))
+	cached := filepath.Join(cache, "helper-"+sha256File(t, bin))
 	// A planted helper records that it ran, in a file its owner could write.
 	ran := filepath.Join(srv.Home, "planted-helper-ran")
 	planted := []byte("#!/bin/sh\necho ran > " + ran + "\n")
@@ -273,7 +273,7 @@ func TestHelperFromDefaultBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib := filepath.Join(srv.Home, ".cache", "airlock", "agent-"+b.Digest+".d")
+	lib := filepath.Join(srv.Home, ".cache", "airlock", "helper-"+b.Digest+".d")
 	for _, f := range b.Files[1:] {
 		if fi, err := os.Lstat(filepath.Join(lib, f.Name)); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 {
 			t.Errorf("%s: %v %v", f.Name, fi, err)

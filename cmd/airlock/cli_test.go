@@ -15,8 +15,10 @@ import (
 func TestHelpGoesToStdout(t *testing.T) {
 	t.Chdir(t.TempDir()) // a file named --help, if anything opened one, lands here
 	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+	for n, c := range commands {
+		if !c.hidden { // an alias prints its command's usage (TestHelperOldNameIsHiddenAlias)
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	cases := [][]string{{"--help"}, {"-h"}, {"help"}, {"receipts", "verify", "--help"}, {"receipts", "show", "-h"}, {"ssh", "trust", "--help"}}
@@ -37,18 +39,32 @@ func TestHelpGoesToStdout(t *testing.T) {
 	if _, err := os.Stat("--help"); err == nil {
 		t.Error("a file named --help was created")
 	}
-	for _, args := range [][]string{{}, {"nosuch"}, {"receipts"}, {"receipts", "verify"}, {"gc", "--nosuch"}, {"agent", "--nosuch"}} {
+	for _, args := range [][]string{{}, {"nosuch"}, {"receipts"}, {"receipts", "verify"}, {"gc", "--nosuch"}, {"helper", "--nosuch"}, {"agent", "--nosuch"}} {
 		code, out, errOut := runCmd(t, "", args...)
 		if code != 2 || out != "" || !strings.Contains(errOut, "Usage: airlock") {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q: want the usage on stderr, exit 2", args, code, out, errOut)
 		}
 	}
-	// Go's default usage ("Usage of agent:") is nowhere.
-	if _, out, _ := runCmd(t, "", "agent", "--help"); strings.Contains(out, "Usage of") {
-		t.Errorf("agent --help prints Go's default usage: %q", out)
+	// Go's default usage ("Usage of helper:") is nowhere.
+	if _, out, _ := runCmd(t, "", "helper", "--help"); strings.Contains(out, "Usage of") || !strings.Contains(out, "Usage: airlock helper") {
+		t.Errorf("helper --help: %q", out)
 	}
 	if _, out, _ := runCmd(t, "", "gc", "--help"); !strings.Contains(strings.SplitN(out, "\n", 2)[0], "--min-age") || !strings.Contains(out, "--all-owners") {
 		t.Errorf("gc usage line: %q", out)
+	}
+}
+
+// TestHelperOldNameIsHiddenAlias: `airlock agent` (the helper's former name) still runs the
+// helper, so that a command line written for an older airlock keeps working, but the usage
+// lists only `helper`.
+func TestHelperOldNameIsHiddenAlias(t *testing.T) {
+	_, usage, _ := runCmd(t, "", "--help")
+	if !strings.Contains(usage, "  helper ") || strings.Contains(usage, "  agent ") {
+		t.Errorf("usage lists the helper as: %q", usage)
+	}
+	code, out, _ := runCmd(t, "", "agent", "--help")
+	if code != 0 || !strings.Contains(out, "Usage: airlock helper") {
+		t.Errorf("agent --help: exit %d, stdout %q", code, out)
 	}
 }
 

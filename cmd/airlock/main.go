@@ -24,6 +24,8 @@ type command struct {
 	name    string
 	summary string
 	run     func(args []string, stdio stdio) int
+	// hidden keeps an alias (a former name) out of the usage.
+	hidden bool
 }
 
 // stdio carries the process's streams so that commands can be run in tests.
@@ -72,8 +74,10 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+	for n, c := range commands {
+		if !c.hidden {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {

@@ -76,37 +76,37 @@ func Image(t testing.TB) string {
 	return ImageName
 }
 
-var agentBuild struct {
+var helperBuild struct {
 	once sync.Once
 	path string
 	err  error
 	out  []byte
 }
 
-// AgentBinary returns a static helper binary (cmd/airlock-helper, the helper a user's airlock
+// HelperBinary returns a static helper binary (cmd/airlock-helper, the helper a user's airlock
 // takes from beside itself), built once per test process, or the one
-// AIRLOCK_TEST_AGENT_BINARY names (for when the working tree does not build).
-func AgentBinary(t testing.TB) string {
+// AIRLOCK_TEST_HELPER_BINARY names (for when the working tree does not build).
+func HelperBinary(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("AIRLOCK_TEST_AGENT_BINARY"); p != "" {
+	if p := os.Getenv("AIRLOCK_TEST_HELPER_BINARY"); p != "" {
 		return p
 	}
-	agentBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "airlock-agent-bin-")
+	helperBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "airlock-helper-bin-")
 		if err != nil {
-			agentBuild.err = err
+			helperBuild.err = err
 			return
 		}
 		p := filepath.Join(dir, "airlock")
 		cmd := exec.Command("go", "build", "-o", p, "github.com/airlock-dev/airlock/cmd/airlock-helper")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		agentBuild.out, agentBuild.err = cmd.CombinedOutput()
-		agentBuild.path = p
+		helperBuild.out, helperBuild.err = cmd.CombinedOutput()
+		helperBuild.path = p
 	})
-	if agentBuild.err != nil {
-		t.Fatalf("build static airlock-helper: %v\n%s", agentBuild.err, agentBuild.out)
+	if helperBuild.err != nil {
+		t.Fatalf("build static airlock-helper: %v\n%s", helperBuild.err, helperBuild.out)
 	}
-	return agentBuild.path
+	return helperBuild.path
 }
 
 // Workspace returns a fresh host directory that the container's non-root user can write,
@@ -152,14 +152,14 @@ func RemoveContainers(prefix string) {
 func Runtime() string { return os.Getenv("AIRLOCK_DOCKER_RUNTIME_TEST") }
 
 // Config returns the TOML of a Docker environment for a test: the test image, the given
-// resident helper binary (empty: [AgentBinary]), a container name prefix of its own (named
+// resident helper binary (empty: [HelperBinary]), a container name prefix of its own (named
 // after kind) whose containers are removed when the test ends, auto approvals, the
 // [Runtime], and extra appended to [environment.docker]. It also returns the prefix.
 func Config(t testing.TB, kind string, timeout int, agent, extra string) (toml, prefix string) {
 	t.Helper()
 	Client(t)
 	if agent == "" {
-		agent = AgentBinary(t)
+		agent = HelperBinary(t)
 	}
 	prefix = fmt.Sprintf("airlock_%s_%d_%d_", kind, os.Getpid(), time.Now().UnixNano()%1e9)
 	t.Cleanup(func() { RemoveContainers(prefix) })

@@ -1,5 +1,5 @@
-// Package helpercmd is the resident helper's command line, `agent [flags]`, shared by the
-// airlock binary (`airlock agent`) and the small airlock-helper binary built from the same
+// Package helpercmd is the resident helper's command line, `helper [flags]`, shared by the
+// airlock binary (`airlock helper`) and the small airlock-helper binary built from the same
 // source (cmd/airlock-helper).
 //
 // The Docker, SSH and Kubernetes backends start it inside their environment; it speaks the
@@ -36,13 +36,13 @@ import (
 )
 
 // Usage is the command's synopsis after the program's name.
-const Usage = "agent [--shell SH] [--touch FILE] [--run-as UID:GID] [--sandbox MODE ...]  (started by the docker, ssh and kubernetes backends; speaks the helper protocol on stdin/stdout)"
+const Usage = helper.Subcommand + " [--shell SH] [--touch FILE] [--run-as UID:GID] [--sandbox MODE ...]  (started by the docker, ssh and kubernetes backends; speaks the helper protocol on stdin/stdout)"
 
-// Main runs the helper with args (the flags after "agent") on in and out, and returns the
+// Main runs the helper with args (the flags after [helper.Subcommand]) on in and out, and returns the
 // process's exit code: 0 when the stream ended, 2 for bad flags, 1 for anything that kept
 // it from serving. prog names the program in messages and usage.
 func Main(prog string, args []string, in io.Reader, out, errw io.Writer) int {
-	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs := flag.NewFlagSet(helper.Subcommand, flag.ContinueOnError)
 	var usage bytes.Buffer
 	fs.SetOutput(&usage)
 	fs.Usage = func() {
@@ -62,7 +62,7 @@ func Main(prog string, args []string, in io.Reader, out, errw io.Writer) int {
 		return 2
 	}
 	say := func(what string, err error) int {
-		fmt.Fprintf(errw, "%s agent: %s%v\n", prog, what, err)
+		fmt.Fprintf(errw, "%s %s: %s%v\n", prog, helper.Subcommand, what, err)
 		return 1
 	}
 	// Commands run as the helper's own user. Not dumpable, the helper's /proc entries (its
@@ -156,7 +156,7 @@ func sandboxFlags(fs *flag.FlagSet) func() (*sandbox.Sandbox, string, func(), er
 		if m == sandbox.ModeOff {
 			return nil, "", func() {}, nil
 		}
-		tmp, err := os.MkdirTemp("", "airlock-agent-")
+		tmp, err := os.MkdirTemp("", "airlock-helper-")
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("temp dir: %w", err)
 		}

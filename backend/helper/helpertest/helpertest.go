@@ -78,11 +78,11 @@ var static binary
 
 // StaticBuild returns airlock built with CGO_ENABLED=0, once per test process: the helper a
 // backend copies into an image that has no Go and perhaps no C library (a busybox pod). It
-// returns the binary AIRLOCK_TEST_AGENT_BINARY names instead, when set (for when the
+// returns the binary AIRLOCK_TEST_HELPER_BINARY names instead, when set (for when the
 // working tree does not build).
 func StaticBuild(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("AIRLOCK_TEST_AGENT_BINARY"); p != "" {
+	if p := os.Getenv("AIRLOCK_TEST_HELPER_BINARY"); p != "" {
 		return p
 	}
 	static.make("airlock-static-build-", "CGO_ENABLED=0")

@@ -483,7 +483,7 @@ var binary struct {
 	err  error
 }
 
-// AirlockBinary builds a static linux airlock (with the agent subcommand) once per test
+// AirlockBinary builds a static linux airlock (with the helper subcommand) once per test
 // process and returns its path; CleanupBinaries removes it.
 func AirlockBinary(t testing.TB) string {
 	t.Helper()

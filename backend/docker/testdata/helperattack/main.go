@@ -51,7 +51,7 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// helperPIDs are the processes running "airlock agent": the helper and, for a dynamically
+// helperPIDs are the processes running "airlock helper": the helper and, for a dynamically
 // linked helper, its loader's process (the same).
 func helperPIDs() []int {
 	var out []int
@@ -65,7 +65,7 @@ func helperPIDs() []int {
 		if err != nil {
 			continue
 		}
-		if slices.Contains(strings.Split(string(b), "\x00"), "agent") && strings.Contains(string(b), "/.airlock/agent-") {
+		if slices.Contains(strings.Split(string(b), "\x00"), "helper") && strings.Contains(string(b), "/.airlock/helper-") {
 			out = append(out, pid)
 		}
 	}
