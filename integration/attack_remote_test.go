@@ -73,7 +73,7 @@ user = %q
 key_path = %q
 known_hosts = %q
 workdir = %q
-agent_binary = %q
+helper_binary = %q
 mode = %q
 sandbox = %q
 [approvals]

@@ -29,7 +29,7 @@ type benchOut struct {
 }
 
 // benchDefaultBuild runs `airlock bench` from the binary a user gets from `go build
-// ./cmd/airlock` with a C compiler present (dynamically linked), with no agent_binary set:
+// ./cmd/airlock` with a C compiler present (dynamically linked), with no helper_binary set:
 // the helper must be that binary itself, and run.
 func benchDefaultBuild(t *testing.T, dir, kind string) benchOut {
 	t.Helper()
@@ -49,7 +49,7 @@ func benchDefaultBuild(t *testing.T, dir, kind string) benchOut {
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("bench output %q: %v", out, err)
 	}
-	if r.Backend != kind || r.Mode != "agent" || r.P50 <= 0 || !strings.Contains(strings.Join(r.Notes, " "), "dynamically linked") {
+	if r.Backend != kind || r.Mode != "helper" || r.P50 <= 0 || !strings.Contains(strings.Join(r.Notes, " "), "dynamically linked") {
 		t.Errorf("bench %s from the default build: %s", kind, out)
 	}
 	if r.Baseline == nil || r.Baseline.Error != "" || r.Baseline.P50 <= 0 {

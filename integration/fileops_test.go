@@ -27,17 +27,17 @@ func TestFileToolsDocker(t *testing.T) {
 	}
 	prefix := fmt.Sprintf("airlock_itfo_%d_", os.Getpid())
 	t.Cleanup(func() { dockertest.RemoveContainers(prefix) })
-	for _, mode := range []string{docker.ModeAgent, docker.ModeExec} {
+	for _, mode := range []string{docker.ModeHelper, docker.ModeExec} {
 		t.Run(mode, func(t *testing.T) {
 			cfg := docker.DefaultConfig()
 			cfg.Image = image
 			cfg.ContainerNamePrefix = prefix
 			cfg.Volumes = []docker.Volume{{Host: ws, Container: "/workspace"}}
 			cfg.DefaultTimeout = time.Minute
-			cfg.AgentBinary = airlockBin
+			cfg.HelperBinary = airlockBin
 			cfg.Runtime = dockertest.Runtime()
 			if mode == docker.ModeExec {
-				cfg.Agent = docker.AgentOff
+				cfg.Helper = docker.HelperOff
 			}
 			fileopstest.Run(t, func(t *testing.T) backend.Environment {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -58,11 +58,11 @@ func TestFileToolsDocker(t *testing.T) {
 
 func TestFileToolsSSH(t *testing.T) {
 	srv := sshtest.Start(t)
-	for _, mode := range []string{ssh.ModeSession, ssh.ModeAgent} {
+	for _, mode := range []string{ssh.ModeSession, ssh.ModeHelper} {
 		t.Run(mode, func(t *testing.T) {
 			cfg := srv.Config
-			if mode == ssh.ModeAgent {
-				cfg.Mode, cfg.AgentBinary = ssh.ModeAuto, airlockBin
+			if mode == ssh.ModeHelper {
+				cfg.Mode, cfg.HelperBinary = ssh.ModeAuto, airlockBin
 			}
 			fileopstest.Run(t, func(t *testing.T) backend.Environment {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

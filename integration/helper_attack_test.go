@@ -26,7 +26,7 @@ func helperEnv(t *testing.T) *docker.Env {
 	cfg.Image = dockertest.Image(t)
 	cfg.ContainerNamePrefix = prefix
 	cfg.ReuseContainer = false
-	cfg.AgentBinary = airlockBin
+	cfg.HelperBinary = airlockBin
 	cfg.DefaultTimeout = time.Minute
 	cfg.KillGrace = 300 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -36,7 +36,7 @@ func helperEnv(t *testing.T) *docker.Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Close(context.Background()) })
-	if env.Describe().Mode != docker.ModeAgent {
+	if env.Describe().Mode != docker.ModeHelper {
 		t.Fatalf("mode %s: %v", env.Describe().Mode, env.Describe().Notes)
 	}
 	return env
@@ -53,7 +53,7 @@ func mustRun(t *testing.T, env backend.Environment, req backend.Request) backend
 	return res
 }
 
-// printfFrame renders an agent frame as a printf format of octal escapes.
+// printfFrame renders a helper frame as a printf format of octal escapes.
 func printfFrame(typ byte, id uint32, payload string) string {
 	var b []byte
 	b = binary.BigEndian.AppendUint32(b, uint32(5+len(payload)))
@@ -67,7 +67,7 @@ func printfFrame(typ byte, id uint32, payload string) string {
 	return s.String()
 }
 
-const findAgent = `for d in /proc/[0-9]*; do case "$(tr '\0' ' ' < $d/cmdline 2>/dev/null)" in "/tmp/.airlock/agent-"*|"/.airlock/agent-"*) p=${d#/proc/};; esac; done`
+const findHelper = `for d in /proc/[0-9]*; do case "$(tr '\0' ' ' < $d/cmdline 2>/dev/null)" in "/tmp/.airlock/helper-"*|"/.airlock/helper-"*) p=${d#/proc/};; esac; done`
 
 // TestAgentStreamCannotBeForged: a command cannot open the helper's stdout through /proc to
 // answer a later command in its place.
@@ -77,8 +77,8 @@ func TestAgentStreamCannotBeForged(t *testing.T) {
 	out := "FORGED by an earlier command\n"
 	exit := fmt.Sprintf(`{"exit_code":0,"stdout_bytes":%d,"stderr_bytes":0,"duration_ns":1}`, len(out))
 	forge := printfFrame('O', 2, out) + printfFrame('Q', 2, exit)
-	res := mustRun(t, env, backend.Request{Command: findAgent + `; echo "agent=$p"; printf "` + forge + `" > /proc/$p/fd/1 && echo WROTE; cat /proc/$p/fd/0 </dev/null & sleep 0.2; kill $! 2>/dev/null; true`})
-	if !strings.Contains(string(res.Stdout), "agent=") || strings.Contains(string(res.Stdout), "agent=\n") {
+	res := mustRun(t, env, backend.Request{Command: findHelper + `; echo "helper=$p"; printf "` + forge + `" > /proc/$p/fd/1 && echo WROTE; cat /proc/$p/fd/0 </dev/null & sleep 0.2; kill $! 2>/dev/null; true`})
+	if !strings.Contains(string(res.Stdout), "helper=") || strings.Contains(string(res.Stdout), "helper=\n") {
 		t.Fatalf("test did not find the helper: %q %q", res.Stdout, res.Stderr)
 	}
 	t.Logf("attack: %q %q", res.Stdout, res.Stderr)
@@ -96,7 +96,7 @@ func TestAgentStreamCannotBeForged(t *testing.T) {
 func TestFrozenAgentDoesNotHang(t *testing.T) {
 	t.Parallel()
 	env := helperEnv(t)
-	mustRun(t, env, backend.Request{Command: findAgent + `; setsid sh -c 'sleep 0.5; kill -STOP $0' "$p" </dev/null >/dev/null 2>&1 & true`})
+	mustRun(t, env, backend.Request{Command: findHelper + `; setsid sh -c 'sleep 0.5; kill -STOP $0' "$p" </dev/null >/dev/null 2>&1 & true`})
 	time.Sleep(time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

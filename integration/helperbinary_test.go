@@ -88,25 +88,25 @@ func TestHelperBinaryBeside(t *testing.T) {
 	}
 }
 
-// In Docker too, with no agent_binary configured, the helper copied into the container is
+// In Docker too, with no helper_binary configured, the helper copied into the container is
 // airlock-helper beside airlock, and doctor says so.
 func TestHelperBinaryBesideInDocker(t *testing.T) {
 	t.Parallel()
 	toml, _ := dockertest.Config(t, "sib", 20, airlockBin, "")
-	toml = regexp.MustCompile(`(?m)^agent_binary = .*\n`).ReplaceAllString(toml, "")
+	toml = regexp.MustCompile(`(?m)^helper_binary = .*\n`).ReplaceAllString(toml, "")
 	dir := t.TempDir()
 	writeConfig(t, dir, toml)
 	out, errOut, code := run(t, dir, "", nil, "exec", "--", "cat /proc/$PPID/cmdline | tr '\\0' ' '")
 	if code != 0 {
 		t.Fatalf("exec: %d\n%s\n%s", code, out, errOut)
 	}
-	// The helper is installed in the container under its digest and started as "… agent …";
+	// The helper is installed in the container under its digest and started as "… helper …";
 	// its digest is the one of airlock-helper's bytes, not airlock's.
 	helper, err := helper.Inspect(filepath.Join(filepath.Dir(airlockBin), "airlock-helper"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`/agent-([0-9a-f]{12,})`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`/helper-([0-9a-f]{12,})`).FindStringSubmatch(out)
 	if m == nil || !strings.HasPrefix(helper.Digest, m[1]) {
 		t.Errorf("the command's parent is not the airlock-helper beside airlock (digest %.12s): %q", helper.Digest, out)
 	}

@@ -25,7 +25,7 @@ user = %q
 key_path = %q
 known_hosts = %q
 workdir = %q
-agent_binary = %q
+helper_binary = %q
 [approvals]
 mode = "auto"
 `, c.Host, c.Port, c.User, c.KeyPath, c.KnownHosts, c.Workdir, airlockBin))
@@ -43,7 +43,7 @@ func TestSSHCallAndBench(t *testing.T) {
 	if rs[0].Content != "one\n" || rs[1].Metadata.ExitCode == nil || *rs[1].Metadata.ExitCode != 4 {
 		t.Errorf("call over ssh: %+v", rs)
 	}
-	for _, mode := range []string{"agent", "session"} {
+	for _, mode := range []string{"helper", "session"} {
 		out, errOut, code := run(t, dir, "", nil, "bench", "--backend", "ssh", "--n", "5", "--json", "--mode", mode)
 		if code != 0 {
 			t.Fatalf("bench %s: %d %s", mode, code, errOut)

@@ -26,7 +26,7 @@ func TestJobsOnDocker(t *testing.T) {
 	cfg.Volumes = []docker.Volume{{Host: ws, Container: "/workspace"}}
 	cfg.Memory = 256 << 20
 	cfg.KillGrace = 500 * time.Millisecond
-	cfg.AgentBinary = dockertest.HelperBinary(t)
+	cfg.HelperBinary = dockertest.HelperBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	env, err := docker.New(ctx, cfg)

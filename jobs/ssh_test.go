@@ -31,7 +31,7 @@ func TestJobsOnSSHHelper(t *testing.T) {
 	srv := sshtest.Start(t)
 	cfg := srv.Config
 	cfg.Mode = ssh.ModeAuto
-	cfg.AgentBinary = sshtest.AirlockBinary(t)
+	cfg.HelperBinary = sshtest.AirlockBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	env, err := ssh.New(ctx, cfg)
@@ -41,8 +41,8 @@ func TestJobsOnSSHHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := env.Describe(); d.Mode != ssh.ModeAgent {
-		t.Fatalf("mode %q (notes %q), want agent", d.Mode, d.Notes)
+	if d := env.Describe(); d.Mode != ssh.ModeHelper {
+		t.Fatalf("mode %q (notes %q), want helper", d.Mode, d.Notes)
 	}
 	exerciseJobs(t, env, "job-child.pid")
 	exerciseLiveOutput(t, env, "job-gate")

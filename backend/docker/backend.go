@@ -31,8 +31,8 @@ const (
 
 // Modes reported by Describe.
 const (
-	ModeAgent = "agent"
-	ModeExec  = "exec"
+	ModeHelper = backend.ModeHelper // "helper"; bench --mode also takes its former name, "agent"
+	ModeExec   = "exec"
 )
 
 // Option adjusts construction.
@@ -102,6 +102,9 @@ type Env struct {
 // New connects to the daemon, finds or creates the container cfg describes and starts the
 // helper in it. Errors name what is wrong and how to fix it.
 func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
+	if err := cfg.takeOldKeys(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -141,7 +144,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 		return nil, err
 	}
 	e.imgArch = img.Architecture
-	if cfg.Agent != AgentOff {
+	if cfg.Helper != HelperOff {
 		e.helperBin, e.helper = e.checkHelper()
 	}
 	if o.egress != nil {
@@ -165,8 +168,8 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	}
 	e.fp = e.spec.fingerprint()
 	e.name = e.containerName()
-	if cfg.Agent == AgentOff {
-		e.helperDisabled = "the resident helper is off (environment.docker.agent = \"off\")"
+	if cfg.Helper == HelperOff {
+		e.helperDisabled = "the resident helper is off (environment.docker.helper = \"off\")"
 	}
 	if _, err := e.prepare(ctx, ""); err != nil {
 		cerr := e.Close(ctx)
@@ -175,7 +178,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	// A fallback is owed to the first result too, not only to Describe: a caller that reads
 	// results learns why each command costs a docker exec.
 	e.mu.Lock()
-	owed := e.mode == ModeExec && e.cfg.Agent != AgentOff && e.helperDisabled != ""
+	owed := e.mode == ModeExec && e.cfg.Helper != HelperOff && e.helperDisabled != ""
 	e.mu.Unlock()
 	if owed {
 		e.rep.Owe(e.helperDisabled)
@@ -237,7 +240,7 @@ func (e *Env) Describe() backend.Description {
 			NetworkIsolation:    e.cfg.Network == "none" && e.egressDir == "",
 			WritableHostMounts:  e.spec.hasWritableBind(),
 			ProcessTreeKill:     true,
-			ResidentHelper:      e.mode == ModeAgent,
+			ResidentHelper:      e.mode == ModeHelper,
 		},
 		Limits: backend.Limits{
 			DefaultTimeout: e.cfg.DefaultTimeout,
@@ -250,6 +253,7 @@ func (e *Env) Describe() backend.Description {
 		// /tmp is a tmpfs of the container's own: no other project's files are in it.
 		Scratch: []string{"/tmp"},
 	}
+	d.Notes = append(d.Notes, e.cfg.oldKeyNotes...)
 	if e.runtimeNote != "" {
 		d.Notes = append(d.Notes, e.runtimeNote)
 	}
@@ -259,7 +263,7 @@ func (e *Env) Describe() backend.Description {
 	if strings.HasPrefix(e.cfg.User, "0") || strings.HasPrefix(e.cfg.User, "root") {
 		d.Notes = append(d.Notes, "commands run as root inside the container (environment.docker.user)")
 	}
-	if d.Mode == ModeAgent && e.spec.HelperRunAs == "" {
+	if d.Mode == ModeHelper && e.spec.HelperRunAs == "" {
 		d.Notes = append(d.Notes, "the resident helper runs as the commands' own user ("+e.cfg.User+"), so a command can signal it and end the session's helper; set environment.docker.user to numbers, UID:GID, other than root's, to run it apart")
 	}
 	if d.Mode == ModeExec {

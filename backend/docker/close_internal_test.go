@@ -26,7 +26,7 @@ func TestCloseDuringRepairRemovesWhatItCreated(t *testing.T) {
 			cfg.ContainerNamePrefix = fmt.Sprintf("airlocktest_%d_close_", os.Getpid())
 			cfg.Volumes = []Volume{{Host: dockertest.Workspace(t), Container: "/workspace"}}
 			cfg.Memory = 256 << 20
-			cfg.Agent = AgentOff
+			cfg.Helper = HelperOff
 			cfg.ReuseContainer = false
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

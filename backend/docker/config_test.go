@@ -116,7 +116,7 @@ func TestValidateNamesKeys(t *testing.T) {
 	cfg.Image = "img"
 	cfg.Volumes = []Volume{{Host: ws, Container: "/workspace"}, {Host: "/etc", Container: "/x"}, {Host: ws, Container: "/workspace"}}
 	cfg.Network = "host"
-	cfg.Agent = "sometimes"
+	cfg.Helper = "sometimes"
 	cfg.CapAdd = []string{"ALL"}
 	cfg.Env = map[string]string{"GITHUB_TOKEN": "x"}
 	err := cfg.Validate()
@@ -127,7 +127,7 @@ func TestValidateNamesKeys(t *testing.T) {
 		"environment.docker.volumes[1].host: refused: /etc is a system directory",
 		"environment.docker.volumes[2].container: /workspace is already used by volumes[0].container",
 		"environment.docker.network: refused",
-		"environment.docker.agent:",
+		"environment.docker.helper:",
 		"environment.docker.cap_add[0]:",
 		"environment.docker.env: \"GITHUB_TOKEN\" looks like a secret",
 	} {
@@ -187,7 +187,7 @@ func TestFingerprintFollowsConfig(t *testing.T) {
 		"caps":    func(c *Config) { c.CapAdd = []string{"NET_BIND_SERVICE"} },
 		"runtime": func(c *Config) { c.Runtime = "runsc" },
 		"rootfs":  func(c *Config) { c.ReadOnlyRootfs = true },
-		"agent":   func(c *Config) { c.Agent = AgentOff },
+		"helper":  func(c *Config) { c.Helper = HelperOff },
 		"tmp":     func(c *Config) { c.TmpSize = 1 << 30 },
 	} {
 		c := cfg
@@ -375,12 +375,12 @@ func TestHelperDirectoryInReadOnlyRootfs(t *testing.T) {
 	if !ok || !strings.Contains(opts, "mode=0755") || !strings.Contains(opts, "size=83886080") || strings.Contains(opts, "noexec") {
 		t.Errorf("helper tmpfs: %q", hc.Tmpfs)
 	}
-	cfg.Agent = AgentOff
+	cfg.Helper = HelperOff
 	s, _ = buildSpec(cfg, "sha256:1", binaryInfo{}, false)
 	if _, hc := s.engine(nil); hc.Tmpfs[markDir] != "" {
 		t.Errorf("helper tmpfs without a helper: %q", hc.Tmpfs)
 	}
-	cfg.Agent = AgentAuto
+	cfg.Helper = HelperAuto
 	cfg.Tmpfs = []Tmpfs{{Path: markDir}}
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "tmpfs[0].path: /.airlock is already used by the resident helper's directory") {
 		t.Errorf("a tmpfs over the helper's directory: %v", err)

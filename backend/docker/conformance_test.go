@@ -9,7 +9,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	for _, mode := range []string{docker.ModeAgent, docker.ModeExec} {
+	for _, mode := range []string{docker.ModeHelper, docker.ModeExec} {
 		t.Run(mode, func(t *testing.T) {
 			backendtest.Run(t, func(t *testing.T) backend.Environment {
 				env := newEnv(t, testConfig(t, sharedWorkspace(t), mode))

@@ -44,7 +44,7 @@ type Egress = backend.Egress
 // container — not one listening on every address (0.0.0.0), not a gateway address, since the
 // container has none — and each refusal lands on the call whose socket it came through.
 //
-// The helper is required: where it cannot run (environment.docker.agent = "off", a binary
+// The helper is required: where it cannot run (environment.docker.helper = "off", a binary
 // that does not fit the image, or one that stopped twice), allowlist is refused with the
 // reason rather than run without its relay.
 func WithEgressProxy(start EgressProxy) Option {
@@ -80,10 +80,10 @@ func (e *Env) setupEgress(ctx context.Context, cfg Config, start EgressProxy) (C
 		return cfg, errors.New(mode + ` cannot reuse a container (environment.docker.reuse_container = true): its egress sockets and proxy live as long as one session; set reuse_container = false`)
 	case cfg.Network != "none":
 		return cfg, fmt.Errorf(mode+` runs the container without a network, its only way out the egress proxy; environment.docker.network = %q conflicts with it (leave it "none")`, cfg.Network)
-	case cfg.Agent == AgentOff:
-		return cfg, errors.New(mode + ` needs the resident helper, which relays the container's only way out to the egress proxy, and environment.docker.agent = "off" turns it off: set agent = "auto", or choose [network] mode = "none" (no network) or "open" (the bridge)`)
+	case cfg.Helper == HelperOff:
+		return cfg, errors.New(mode + ` needs the resident helper, which relays the container's only way out to the egress proxy, and environment.docker.helper = "off" turns it off: set helper = "auto", or choose [network] mode = "none" (no network) or "open" (the bridge)`)
 	case e.helper.problem != "":
-		return cfg, fmt.Errorf(mode+` needs the resident helper, which relays the container's only way out to the egress proxy, and it cannot run here: %s (fix environment.docker.agent_binary, or choose [network] mode = "none" or "open")`, e.helper.problem)
+		return cfg, fmt.Errorf(mode+` needs the resident helper, which relays the container's only way out to the egress proxy, and it cannot run here: %s (fix environment.docker.helper_binary, or choose [network] mode = "none" or "open")`, e.helper.problem)
 	}
 	dir := filepath.Join(os.TempDir(), cfg.ContainerNamePrefix+"egress-"+e.session)
 	if n := len(dir) + len("/0123456789abcdef.sock"); n > maxSocketPath {

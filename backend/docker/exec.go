@@ -57,7 +57,7 @@ func (e *Env) Exec(ctx context.Context, req backend.Request) (backend.Result, er
 		mode, a, id, base := e.mode, e.resident, e.containerID, e.containerEnv
 		e.mu.Unlock()
 		var res backend.Result
-		if mode == ModeAgent {
+		if mode == ModeHelper {
 			res, err = a.client.Exec(ctx, helper.Request{
 				Argv: req.Argv, Command: req.Command, Dir: dir, Workspace: e.cfg.Workdir,
 				Env: helper.MergeEnv(base, env), Stdin: req.Stdin, Timeout: timeout,
@@ -119,7 +119,7 @@ func (e *Env) ready(ctx context.Context) ([]string, error) {
 func (e *Env) mended() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.mode == ModeAgent && e.resident != nil && e.resident.alive()
+	return e.mode == ModeHelper && e.resident != nil && e.resident.alive()
 }
 
 // logName names the container in the log.
@@ -214,10 +214,10 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 					notes = append(notes, disabled)
 				}
 			case why != "" && !recreated:
-				mode = ModeAgent
+				mode = ModeHelper
 				notes = append(notes, "restarted the resident helper: "+why)
 			default:
-				mode = ModeAgent
+				mode = ModeHelper
 			}
 		}
 	}
@@ -234,10 +234,10 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 	if disabled != "" {
 		e.notes = append(e.notes, disabled)
 	}
-	if mode == ModeAgent && e.helper.bin != nil && !e.helper.bin.Static() {
+	if mode == ModeHelper && e.helper.bin != nil && !e.helper.bin.Static() {
 		e.notes = append(e.notes, e.helper.bin.LinkNote())
 	}
-	if n := helper.SiblingNote(); mode == ModeAgent && e.cfg.AgentBinary == "" && n != "" {
+	if n := helper.SiblingNote(); mode == ModeHelper && e.cfg.HelperBinary == "" && n != "" {
 		e.notes = append(e.notes, n)
 	}
 	if e.egressDir != "" {

@@ -52,7 +52,7 @@ func TestRecoversFromOutsideDamage(t *testing.T) {
 			return cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
 		},
 	}
-	for _, mode := range []string{docker.ModeAgent, docker.ModeExec} {
+	for _, mode := range []string{docker.ModeHelper, docker.ModeExec} {
 		for name, hurt := range damage {
 			t.Run(mode+"/"+name, func(t *testing.T) {
 				cfg := testConfig(t, dockertest.Workspace(t), mode)
@@ -82,13 +82,13 @@ func TestRecoversFromOutsideDamage(t *testing.T) {
 }
 
 func TestHelperRestartedOnceThenFallsBack(t *testing.T) {
-	cfg := testConfig(t, dockertest.Workspace(t), docker.ModeAgent)
+	cfg := testConfig(t, dockertest.Workspace(t), docker.ModeHelper)
 	cfg.ReuseContainer = false
 	env := newEnv(t, cfg)
 	killHelper := func() {
 		t.Helper()
 		out, err := exec.Command("docker", "exec", env.ContainerID(), "sh", "-c",
-			`for p in /proc/[0-9]*; do case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in /.airlock/agent-*) kill -KILL ${p#/proc/};; esac; done`).CombinedOutput()
+			`for p in /proc/[0-9]*; do case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in /.airlock/helper-*) kill -KILL ${p#/proc/};; esac; done`).CombinedOutput()
 		if err != nil {
 			t.Fatalf("kill helper: %v %s", err, out)
 		}
@@ -96,7 +96,7 @@ func TestHelperRestartedOnceThenFallsBack(t *testing.T) {
 	}
 	killHelper()
 	res := mustExec(t, env, backend.Request{Command: "echo one"})
-	if string(res.Stdout) != "one\n" || !hasNote(res, "restarted the resident helper") || env.Describe().Mode != docker.ModeAgent {
+	if string(res.Stdout) != "one\n" || !hasNote(res, "restarted the resident helper") || env.Describe().Mode != docker.ModeHelper {
 		t.Errorf("first death: %q %q mode %s", res.Stdout, res.Notes, env.Describe().Mode)
 	}
 	killHelper()
@@ -110,12 +110,12 @@ func TestHelperRestartedOnceThenFallsBack(t *testing.T) {
 // loader and libraries like any dynamic binary) does not answer the helper's hello: the
 // backend falls back to one exec per command and says why, with what the binary printed.
 func TestNonHelperBinaryFallsBackToExec(t *testing.T) {
-	cfg := testConfig(t, sharedWorkspace(t), docker.ModeAgent)
+	cfg := testConfig(t, sharedWorkspace(t), docker.ModeHelper)
 	dyn, err := exec.LookPath("ls")
 	if err != nil {
 		t.Skip(err)
 	}
-	cfg.AgentBinary = dyn
+	cfg.HelperBinary = dyn
 	env := newEnv(t, cfg)
 	d := env.Describe()
 	notes := strings.Join(d.Notes, " ")

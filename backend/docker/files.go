@@ -11,7 +11,7 @@ import (
 var _ backend.FileOps = (*Env)(nil)
 
 // FileOp runs one file operation in the container's resident helper, which opens the path by
-// descriptor (see [backend.FileOps]). Without a running helper (agent = "off", the exec
+// descriptor (see [backend.FileOps]). Without a running helper (helper = "off", the exec
 // fallback, or a helper that died and is repaired by the next Exec) it returns an error
 // wrapping [backend.ErrNoHelper], so the caller takes the shell road and says so.
 func (e *Env) FileOp(ctx context.Context, req backend.FileRequest) (backend.FileResult, error) {
@@ -21,7 +21,7 @@ func (e *Env) FileOp(ctx context.Context, req backend.FileRequest) (backend.File
 	if e.rep.Closed() {
 		return backend.FileResult{}, backend.ErrClosed
 	}
-	if mode != ModeAgent || a == nil || !a.alive() {
+	if mode != ModeHelper || a == nil || !a.alive() {
 		why := "the container runs one docker exec per command"
 		if disabled != "" {
 			why = disabled

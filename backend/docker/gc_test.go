@@ -27,7 +27,7 @@ func TestHelperProcess(t *testing.T) {
 	cfg.Image = dockertest.ImageName
 	cfg.ContainerNamePrefix = os.Getenv("AIRLOCK_DOCKER_PREFIX")
 	cfg.ReuseContainer = false
-	cfg.Agent = docker.AgentOff
+	cfg.Helper = docker.HelperOff
 	env, err := docker.New(context.Background(), cfg)
 	if err != nil {
 		fmt.Println("error:", err)

@@ -18,7 +18,7 @@ func TestHardeningInEffect(t *testing.T) {
 	cli := dockertest.Client(t)
 	ws := dockertest.Workspace(t)
 	ro := dockertest.Workspace(t)
-	cfg := testConfig(t, ws, docker.ModeAgent)
+	cfg := testConfig(t, ws, docker.ModeHelper)
 	cfg.Volumes = append(cfg.Volumes, docker.Volume{Host: ro, Container: "/data", ReadOnly: true})
 	cfg.ReuseContainer = false
 	env := newEnv(t, cfg)
@@ -105,7 +105,7 @@ func TestHardeningInEffect(t *testing.T) {
 
 func TestForkBombStoppedByPidsLimit(t *testing.T) {
 	ws := dockertest.Workspace(t)
-	cfg := testConfig(t, ws, docker.ModeAgent)
+	cfg := testConfig(t, ws, docker.ModeHelper)
 	cfg.ReuseContainer = false
 	cfg.PidsLimit = 64
 	env := newEnv(t, cfg)
@@ -142,7 +142,7 @@ func TestHostSecretsAndPathStayOut(t *testing.T) {
 	t.Setenv("LANG", "C.UTF-8")
 	t.Setenv("LC_AIRLOCK_TEST", "from-host")
 	t.Setenv("AIRLOCK_TEST_UNLISTED", "host-unlisted")
-	for _, mode := range []string{docker.ModeAgent, docker.ModeExec} {
+	for _, mode := range []string{docker.ModeHelper, docker.ModeExec} {
 		t.Run(mode, func(t *testing.T) {
 			env := newEnv(t, testConfig(t, sharedWorkspace(t), mode))
 			out := sh(t, env, "env")
@@ -163,7 +163,7 @@ func TestHostSecretsAndPathStayOut(t *testing.T) {
 }
 
 func TestWorkdirSymlinkOutRefused(t *testing.T) {
-	for _, mode := range []string{docker.ModeAgent, docker.ModeExec} {
+	for _, mode := range []string{docker.ModeHelper, docker.ModeExec} {
 		t.Run(mode, func(t *testing.T) {
 			env := newEnv(t, testConfig(t, sharedWorkspace(t), mode))
 			name := ".escape-" + mode + strconv.Itoa(os.Getpid())

@@ -19,7 +19,7 @@ import (
 	"github.com/airlock-dev/airlock/backend/helper"
 )
 
-// helperConn is one running helper: an attached exec whose stdin and stdout carry the agent
+// helperConn is one running helper: an attached exec whose stdin and stdout carry the helper
 // protocol.
 type helperConn struct {
 	client  *helper.Client
@@ -54,7 +54,7 @@ func (a *helperConn) close(ctx context.Context) {
 	a.hij.Close()
 }
 
-// hijackWriter gives the agent client the exec's stdin. Close half-closes the connection so
+// hijackWriter gives the helper client the exec's stdin. Close half-closes the connection so
 // the helper sees the end of its input while its output can still be read.
 type hijackWriter struct {
 	hij  *types.HijackedResponse
@@ -69,7 +69,7 @@ func (w *hijackWriter) Close() error {
 	return err
 }
 
-// binaryInfo is what the backend knows about an agent binary: its digest, or why it cannot
+// binaryInfo is what the backend knows about a helper binary: its digest, or why it cannot
 // be used.
 type binaryInfo struct {
 	sha     string // the digest of every file installed (see [helper.Binary.Digest])
@@ -95,7 +95,7 @@ func checkBinary(p, arch string) binaryInfo {
 // checkHelper finds the helper binary and checks it can run in the image; the problem, if
 // any, is in the result.
 func (e *Env) checkHelper() (string, binaryInfo) {
-	bin, err := helper.Executable(e.cfg.AgentBinary)
+	bin, err := helper.Executable(e.cfg.HelperBinary)
 	if err != nil {
 		return "", binaryInfo{problem: err.Error()}
 	}

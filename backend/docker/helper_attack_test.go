@@ -15,9 +15,9 @@ import (
 // helperDirAttacks try to write, replace, remove or loosen what is under /.airlock, and to
 // end the container's main process, which would take the helper with it.
 var helperDirAttacks = []string{
-	"for f in /.airlock/agent-*; do echo x > $f; done",
-	"for f in /.airlock/agent-*; do cp /bin/busybox $f.new && mv -f $f.new $f; done",
-	"for f in /.airlock/agent-*; do touch -d 2000-01-01 $f; chmod 777 $f; done",
+	"for f in /.airlock/helper-*; do echo x > $f; done",
+	"for f in /.airlock/helper-*; do cp /bin/busybox $f.new && mv -f $f.new $f; done",
+	"for f in /.airlock/helper-*; do touch -d 2000-01-01 $f; chmod 777 $f; done",
 	"rm -rf /.airlock/*",
 	"mv /.airlock /tmp/moved",
 	"chmod 777 /.airlock",
@@ -38,10 +38,10 @@ const helperState = "ls -laRn --full-time /.airlock && find /.airlock -type f -e
 func TestHelperNotWritableNorKillable(t *testing.T) {
 	ws := dockertest.Workspace(t)
 	copyProgram(t, testProgram(t, "helperattack"), ws)
-	cfg := testConfig(t, ws, docker.ModeAgent)
+	cfg := testConfig(t, ws, docker.ModeHelper)
 	cfg.ReuseContainer = false
 	env := newEnv(t, cfg)
-	if d := env.Describe(); d.Mode != docker.ModeAgent {
+	if d := env.Describe(); d.Mode != docker.ModeHelper {
 		t.Fatalf("mode %s: %v", d.Mode, d.Notes)
 	}
 	before := sh(t, env, helperState)

@@ -16,7 +16,7 @@ import (
 func BenchmarkHelperRunAs(b *testing.B) {
 	ws := dockertest.Workspace(b)
 	newBenchEnv := func(user string) *docker.Env {
-		cfg := testConfig(b, ws, docker.ModeAgent)
+		cfg := testConfig(b, ws, docker.ModeHelper)
 		cfg.ReuseContainer = false
 		cfg.User = user
 		return newEnv(b, cfg)

@@ -20,7 +20,7 @@ import (
 
 // findHelper sets $p to the PID of the helper; a command runs as the helper's user, so it
 // can find it.
-const findHelper = `p=; for d in /proc/[0-9]*; do case "$(tr '\0' ' ' < $d/cmdline 2>/dev/null)" in /.airlock/agent-*) p=${d#/proc/};; esac; done`
+const findHelper = `p=; for d in /proc/[0-9]*; do case "$(tr '\0' ' ' < $d/cmdline 2>/dev/null)" in /.airlock/helper-*) p=${d#/proc/};; esac; done`
 
 // dockerExec runs a shell command in the container from outside, as user (the container's
 // user if ""): as root, it does what something with root in the container (the image, or an
@@ -58,7 +58,7 @@ func fileSHA256(t *testing.T, p string) string {
 // root is not trusted: the next start checks the directory and the helper's digest and puts
 // the real helper back.
 func TestHelperCannotBeReplaced(t *testing.T) {
-	const wrap = `for f in agent-*; do mv "$f" "$f.real" && printf '#!/bin/sh\necho hijacked > /tmp/pwned\nexec "$0.real" "$@"\n' > "$f" && chmod 755 "$f"; done`
+	const wrap = `for f in helper-*; do mv "$f" "$f.real" && printf '#!/bin/sh\necho hijacked > /tmp/pwned\nexec "$0.real" "$@"\n' > "$f" && chmod 755 "$f"; done`
 	// Each puts a wrapper in the helper's place, as root or, once root opened the directory,
 	// as the command user.
 	tampers := []struct {
@@ -83,17 +83,17 @@ func TestHelperCannotBeReplaced(t *testing.T) {
 }
 
 func testHelperCannotBeReplaced(t *testing.T, readOnly bool, tamper func(t *testing.T, id string)) {
-	cfg := testConfig(t, dockertest.Workspace(t), docker.ModeAgent)
+	cfg := testConfig(t, dockertest.Workspace(t), docker.ModeHelper)
 	cfg.ReuseContainer = false
 	cfg.ReadOnlyRootfs = readOnly
 	env := newEnv(t, cfg)
-	if d := env.Describe(); d.Mode != docker.ModeAgent {
+	if d := env.Describe(); d.Mode != docker.ModeHelper {
 		t.Fatalf("mode %q, notes %q", d.Mode, d.Notes)
 	}
-	want := fileSHA256(t, cfg.AgentBinary)
+	want := fileSHA256(t, cfg.HelperBinary)
 	helperFile := sh(t, env, findHelper+`; tr '\0' '\n' < /proc/$p/cmdline | head -1`)
-	if !strings.HasPrefix(helperFile, "/.airlock/agent-") {
-		t.Fatalf("helper runs from %q, want /.airlock/agent-*", helperFile)
+	if !strings.HasPrefix(helperFile, "/.airlock/helper-") {
+		t.Fatalf("helper runs from %q, want /.airlock/helper-*", helperFile)
 	}
 	if got := sh(t, env, "ls -ldn /.airlock | cut -c1-10; ls -ldn /.airlock | awk '{print $3}'"); got != "drwxr-xr-x\n0" {
 		t.Errorf("/.airlock: %q, want drwxr-xr-x owned by 0", got)
@@ -101,7 +101,7 @@ func testHelperCannotBeReplaced(t *testing.T, readOnly bool, tamper func(t *test
 
 	// As the command user: nothing in /.airlock can be written, replaced or moved.
 	res := mustExec(t, env, backend.Request{Command: `cd /.airlock || exit 9
-for f in agent-*; do mv "$f" "$f.real" && exit 1; printf '#!/bin/sh\necho hijacked\n' > "$f" && exit 2; done
+for f in helper-*; do mv "$f" "$f.real" && exit 1; printf '#!/bin/sh\necho hijacked\n' > "$f" && exit 2; done
 touch /.airlock/x && exit 3
 mv /.airlock /.airlock.old 2>/dev/null && exit 4
 mkdir -p /tmp/.airlock && chmod 777 /tmp/.airlock
@@ -121,7 +121,7 @@ exit 0`})
 	if strings.Contains(string(res.Stdout), "hijacked") || string(res.Stdout) != "ok\n" {
 		t.Errorf("after the helper was replaced: stdout %q stderr %q", res.Stdout, res.Stderr)
 	}
-	if !hasNote(res, "restarted the resident helper") || env.Describe().Mode != docker.ModeAgent {
+	if !hasNote(res, "restarted the resident helper") || env.Describe().Mode != docker.ModeHelper {
 		t.Errorf("notes %q, mode %q", res.Notes, env.Describe().Mode)
 	}
 	if got := sh(t, env, "ls -ldn /.airlock | cut -c1-10"); got != "drwxr-xr-x" {
@@ -146,13 +146,13 @@ func TestHelperPartOfFingerprint(t *testing.T) {
 	}
 
 	on := off
-	on.Agent = docker.AgentAuto
-	on.AgentBinary = dockertest.HelperBinary(t)
+	on.Helper = docker.HelperAuto
+	on.HelperBinary = dockertest.HelperBinary(t)
 	envOn := newEnv(t, on)
 	if envOn.ContainerID() == envOff.ContainerID() {
 		t.Fatalf("the helper-off container %s was reused with the helper on", envOff.ContainerID())
 	}
-	if d := envOn.Describe(); d.Mode != docker.ModeAgent {
+	if d := envOn.Describe(); d.Mode != docker.ModeHelper {
 		t.Errorf("mode %q, notes %q", d.Mode, d.Notes)
 	}
 	if got := sh(t, envOn, "ls -ldn /.airlock | cut -c1-10; ls -d /tmp/.airlock 2>/dev/null; true"); got != "drwxr-xr-x" {
@@ -161,7 +161,7 @@ func TestHelperPartOfFingerprint(t *testing.T) {
 
 	// Another binary (a copy with a byte appended still runs) gets another container.
 	other := t.TempDir() + "/airlock"
-	b, err := os.ReadFile(on.AgentBinary)
+	b, err := os.ReadFile(on.HelperBinary)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestHelperPartOfFingerprint(t *testing.T) {
 		t.Fatal(err)
 	}
 	on2 := on
-	on2.AgentBinary = other
+	on2.HelperBinary = other
 	envOn2 := newEnv(t, on2)
 	if envOn2.ContainerID() == envOn.ContainerID() {
 		t.Errorf("a different helper binary reused the container")
@@ -188,13 +188,13 @@ func TestHelperFromDefaultBuild(t *testing.T) {
 	dockertest.Client(t)
 	for _, readOnly := range []bool{false, true} {
 		t.Run(map[bool]string{false: "writable_rootfs", true: "read_only_rootfs"}[readOnly], func(t *testing.T) {
-			cfg := testConfig(t, dockertest.Workspace(t), docker.ModeAgent)
-			cfg.AgentBinary = helpertest.DefaultBuild(t)
+			cfg := testConfig(t, dockertest.Workspace(t), docker.ModeHelper)
+			cfg.HelperBinary = helpertest.DefaultBuild(t)
 			cfg.ReadOnlyRootfs = readOnly
 			cfg.ReuseContainer = false
 			env := newEnv(t, cfg)
 			d := env.Describe()
-			if d.Mode != docker.ModeAgent || !d.Capabilities.ResidentHelper {
+			if d.Mode != docker.ModeHelper || !d.Capabilities.ResidentHelper {
 				t.Fatalf("mode %q, notes %q", d.Mode, d.Notes)
 			}
 			if !strings.Contains(strings.Join(d.Notes, "\n"), "dynamically linked") {
@@ -215,10 +215,10 @@ func TestHelperFromDefaultBuild(t *testing.T) {
 // and a directory only root may use, made by root in the container, are refused to the file
 // tools as to a command, and the refusal names the commands' user.
 func TestHelperFileOpsOnlyUsersAccess(t *testing.T) {
-	cfg := testConfig(t, dockertest.Workspace(t), docker.ModeAgent)
+	cfg := testConfig(t, dockertest.Workspace(t), docker.ModeHelper)
 	cfg.ReuseContainer = false
 	env := newEnv(t, cfg)
-	if d := env.Describe(); d.Mode != docker.ModeAgent {
+	if d := env.Describe(); d.Mode != docker.ModeHelper {
 		t.Fatalf("mode %s: %v", d.Mode, d.Notes)
 	}
 	dockerExec(t, env.ContainerID(), "0:0", "cd /workspace && echo secret > rootonly && chmod 600 rootonly && mkdir rootdir && chmod 755 rootdir && echo x > rootdir/f")
@@ -245,5 +245,22 @@ func TestHelperFileOpsOnlyUsersAccess(t *testing.T) {
 	// What the user may, the tools do.
 	if _, err := env.FileOp(t.Context(), backend.FileRequest{Op: backend.FileWrite, Path: "/workspace/mine", Root: "/workspace", MaxBytes: 10, Data: []byte("x")}); err != nil {
 		t.Errorf("write in the workspace: %v", err)
+	}
+}
+
+// TestOldHelperKeyIsNoted: agent = "off", helper's former name, is still obeyed, and
+// Describe (what doctor shows) says the name is deprecated; giving both names is refused
+// with both named, before any container is made.
+func TestOldHelperKeyIsNoted(t *testing.T) {
+	cfg := testConfig(t, sharedWorkspace(t), docker.ModeExec)
+	cfg.Helper, cfg.OldHelper = "", docker.HelperOff
+	env := newEnv(t, cfg)
+	d := env.Describe()
+	if d.Mode != docker.ModeExec || !strings.Contains(strings.Join(d.Notes, "\n"), "environment.docker.agent is deprecated: call it helper") {
+		t.Errorf("mode %q, notes %q: want exec mode, and a note on the old name", d.Mode, d.Notes)
+	}
+	cfg.Helper = docker.HelperAuto
+	if _, err := docker.New(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "environment.docker.helper and environment.docker.agent") {
+		t.Errorf("both names given: error %v", err)
 	}
 }

@@ -26,7 +26,7 @@ func TestKillScriptSparesAReusedPID(t *testing.T) {
 	cfg.ContainerNamePrefix = fmt.Sprintf("airlocktest_%d_kill_", os.Getpid())
 	cfg.Volumes = []Volume{{Host: dockertest.Workspace(t), Container: "/workspace"}}
 	cfg.Memory = 256 << 20
-	cfg.Agent = AgentOff
+	cfg.Helper = HelperOff
 	cfg.ReuseContainer = false
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -91,7 +91,7 @@ func TestNoReuseOfAnotherUsersContainer(t *testing.T) {
 	cfg.ContainerNamePrefix = fmt.Sprintf("airlocktest_%d_reuse_", os.Getpid())
 	cfg.Volumes = []Volume{{Host: dockertest.Workspace(t), Container: "/workspace"}}
 	cfg.Memory = 256 << 20
-	cfg.Agent = AgentOff
+	cfg.Helper = HelperOff
 	cfg.ReuseContainer = true
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -18,7 +18,7 @@ import (
 func TestLimitsAgainstDaemon(t *testing.T) {
 	cli := dockertest.Client(t)
 	ws := dockertest.Workspace(t)
-	cfg := testConfig(t, ws, docker.ModeAgent)
+	cfg := testConfig(t, ws, docker.ModeHelper)
 	cfg.ReuseContainer = false
 	cfg.TmpSize = 8 << 20
 	env := newEnv(t, cfg)

@@ -58,9 +58,9 @@ func testConfig(t testing.TB, ws, mode string) docker.Config {
 	cfg.DefaultTimeout = time.Minute
 	cfg.Runtime = dockertest.Runtime()
 	if mode == docker.ModeExec {
-		cfg.Agent = docker.AgentOff
+		cfg.Helper = docker.HelperOff
 	} else {
-		cfg.AgentBinary = dockertest.HelperBinary(t)
+		cfg.HelperBinary = dockertest.HelperBinary(t)
 	}
 	return cfg
 }

@@ -51,7 +51,7 @@ func BenchmarkAllowlistRequest(b *testing.B) {
 	}
 	go p.Serve(gwln)
 
-	open := testConfig(b, b.TempDir(), docker.ModeAgent)
+	open := testConfig(b, b.TempDir(), docker.ModeHelper)
 	open.ReuseContainer = false
 	open.Network = netName
 	oenv := newEnv(b, open)

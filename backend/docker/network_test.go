@@ -83,7 +83,7 @@ func proxyStarter(t testing.TB, g *urlguard.Guard, denials *denialLog, listened 
 func allowlistEnv(t testing.TB, start docker.EgressProxy, user string, adjust ...func(*docker.Config)) *docker.Env {
 	t.Helper()
 	ws := t.TempDir()
-	cfg := testConfig(t, ws, docker.ModeAgent)
+	cfg := testConfig(t, ws, docker.ModeHelper)
 	cfg.ReuseContainer = false
 	if user != "" {
 		if err := os.Chmod(ws, 0o777); err != nil {
@@ -101,7 +101,7 @@ func allowlistEnv(t testing.TB, start docker.EgressProxy, user string, adjust ..
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { env.Close(context.Background()) })
-	if d := env.Describe(); d.Mode != docker.ModeAgent {
+	if d := env.Describe(); d.Mode != docker.ModeHelper {
 		t.Fatalf("mode %q, want the helper: %q", d.Mode, d.Notes)
 	}
 	return env
@@ -313,7 +313,7 @@ func TestNetworkAllowlistNeedsHelper(t *testing.T) {
 		env.Close(ctx)
 		t.Fatal("allowlist without the helper was accepted")
 	}
-	if msg := err.Error(); !strings.Contains(msg, `agent = "off"`) || !strings.Contains(msg, `mode = "none"`) {
+	if msg := err.Error(); !strings.Contains(msg, `helper = "off"`) || !strings.Contains(msg, `mode = "none"`) {
 		t.Fatalf("error does not say why and how to choose: %v", err)
 	}
 	if listened.IsValid() {
@@ -338,7 +338,7 @@ func TestNetworkAllowlistHelperGone(t *testing.T) {
 		killHelper := func() {
 			t.Helper()
 			out, err := exec.Command("docker", "exec", env.ContainerID(), "sh", "-c",
-				`for p in /proc/[0-9]*; do case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in /.airlock/agent-*) kill -KILL ${p#/proc/};; esac; done`).CombinedOutput()
+				`for p in /proc/[0-9]*; do case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in /.airlock/helper-*) kill -KILL ${p#/proc/};; esac; done`).CombinedOutput()
 			if err != nil {
 				t.Fatalf("kill helper: %v %s", err, out)
 			}
@@ -364,9 +364,9 @@ func TestNetworkAllowlistHelperGone(t *testing.T) {
 		if err != nil {
 			t.Skip(err)
 		}
-		cfg := testConfig(t, t.TempDir(), docker.ModeAgent)
+		cfg := testConfig(t, t.TempDir(), docker.ModeHelper)
 		cfg.ReuseContainer = false
-		cfg.AgentBinary = dyn
+		cfg.HelperBinary = dyn
 		var listened netip.Addr
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()

@@ -35,7 +35,7 @@ func (e *Env) Claim(ctx context.Context, session string) error {
 		return backend.ErrClosed
 	case !member:
 		return fmt.Errorf("docker: claim %s: not a warm-pool container", e.name)
-	case e.cfg.Agent != AgentOff && (a == nil || !a.alive()):
+	case e.cfg.Helper != HelperOff && (a == nil || !a.alive()):
 		return fmt.Errorf("docker: claim %s: its resident helper has ended", e.name)
 	}
 	from, to := e.poolName(), e.sessionName()
@@ -61,7 +61,7 @@ func (e *Env) Claim(ctx context.Context, session string) error {
 }
 
 // Lost is closed when the helper's stream of an unclaimed member ends: its container was
-// stopped or removed. It is nil in exec mode (environment.docker.agent = "off"), where
+// stopped or removed. It is nil in exec mode (environment.docker.helper = "off"), where
 // nothing runs to watch; the first command then finds the container gone and recreates it.
 func (e *Env) Lost() <-chan struct{} {
 	e.mu.Lock()

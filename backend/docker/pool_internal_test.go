@@ -19,7 +19,7 @@ func TestClaimIsAtomic(t *testing.T) {
 	dockertest.Client(t)
 	cfg := DefaultConfig()
 	cfg.Image = dockertest.Image(t)
-	cfg.AgentBinary = dockertest.HelperBinary(t)
+	cfg.HelperBinary = dockertest.HelperBinary(t)
 	cfg.ContainerNamePrefix = fmt.Sprintf("airlocktest_%d_claim_", time.Now().UnixNano()%1e9)
 	cfg.SetPoolSize(1)
 	cfg.PoolMember = true

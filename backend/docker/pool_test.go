@@ -24,7 +24,7 @@ import (
 // poolConfig is a per-session configuration with a name prefix of the test's own.
 func poolConfig(t *testing.T, sub string) docker.Config {
 	t.Helper()
-	cfg := testConfig(t, dockertest.Workspace(t), docker.ModeAgent)
+	cfg := testConfig(t, dockertest.Workspace(t), docker.ModeHelper)
 	cfg.ContainerNamePrefix = prefix + sub + "_"
 	cfg.SetPoolSize(1) // per-session containers
 	return cfg
@@ -206,7 +206,7 @@ func TestPoolHelperProcess(t *testing.T) {
 	cfg := docker.DefaultConfig()
 	cfg.Image = dockertest.ImageName
 	cfg.ContainerNamePrefix = os.Getenv("AIRLOCK_DOCKER_PREFIX")
-	cfg.AgentBinary = os.Getenv("AIRLOCK_DOCKER_AGENT")
+	cfg.HelperBinary = os.Getenv("AIRLOCK_DOCKER_AGENT")
 	cfg.SetPoolSize(3)
 	p := envpool.New(3, memberMaker(cfg), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -14,26 +14,35 @@ var configSchema []byte
 
 func init() {
 	backend.Register(backend.Record{
-		Kind:      "docker",
-		Summary:   "a hardened container per session, through the Engine API",
-		Schema:    configSchema,
-		NewConfig: func() any { c := DefaultConfig(); return &c },
-		// Only what must be refused before any container opens; New checks the rest.
-		Validate:   func(section any) error { return section.(*Config).validatePool() },
+		Kind:    "docker",
+		Summary: "a hardened container per session, through the Engine API",
+		Schema:  configSchema,
+		// helper is left unset so that a file giving it under its old name as well is told
+		// apart from one that gives only the old name; New applies the default.
+		NewConfig: func() any { c := DefaultConfig(); c.Helper = ""; return &c },
+		// Only what must be refused before any container opens (and the keys' old names
+		// moved to the new, before a bench --mode sets one); New checks the rest.
+		Validate: func(section any) error {
+			c := section.(*Config)
+			return errors.Join(c.takeOldKeys(), c.validatePool())
+		},
 		Derive:     derive,
 		Open:       open,
 		PerSession: true,
 		WarmPool:   true,
-		Modes:      []string{ModeAgent, ModeExec},
+		Modes:      []string{ModeHelper, ModeExec},
 		SetMode: func(section any, mode string) error {
 			c := section.(*Config)
+			if err := c.takeOldKeys(); err != nil {
+				return err
+			}
 			switch mode {
-			case "", ModeAgent:
-				c.Agent = AgentAuto
+			case "", ModeHelper, backend.OldModeHelper:
+				c.Helper = HelperAuto
 			case ModeExec:
-				c.Agent = AgentOff
+				c.Helper = HelperOff
 			default:
-				return fmt.Errorf("mode %q: want %s or %s", mode, ModeAgent, ModeExec)
+				return fmt.Errorf("mode %q: want %s or %s", mode, ModeHelper, ModeExec)
 			}
 			return nil
 		},
@@ -103,7 +112,8 @@ func (c *Config) Resolve(abs func(string) string) {
 	for i := range c.Volumes {
 		c.Volumes[i].Host = abs(c.Volumes[i].Host)
 	}
-	c.AgentBinary = abs(c.AgentBinary)
+	c.HelperBinary = abs(c.HelperBinary)
+	c.OldHelperBinary = abs(c.OldHelperBinary)
 }
 
 // Mounts are the host directories the container sees.

@@ -33,8 +33,8 @@ func TestDaemonRestartMidSession(t *testing.T) {
 		// callWhileDown makes a call between stop and start, which must fail promptly.
 		callWhileDown bool
 	}{
-		{"agent_down", docker.ModeAgent, true},
-		{"agent_quiet", docker.ModeAgent, false},
+		{"helper_down", docker.ModeHelper, true},
+		{"helper_quiet", docker.ModeHelper, false},
 		{"exec_down", docker.ModeExec, true},
 		{"exec_quiet", docker.ModeExec, false},
 	}
@@ -49,9 +49,9 @@ func TestDaemonRestartMidSession(t *testing.T) {
 			cfg.Memory = 256 << 20
 			cfg.KillGrace = 500 * time.Millisecond
 			if mode == docker.ModeExec {
-				cfg.Agent = docker.AgentOff
+				cfg.Helper = docker.HelperOff
 			} else {
-				cfg.AgentBinary = dockertest.HelperBinary(t)
+				cfg.HelperBinary = dockertest.HelperBinary(t)
 			}
 			env := newEnv(t, cfg)
 			if got := sh(t, env, "echo kept > /workspace/mark && echo before"); got != "before" {

@@ -12,8 +12,8 @@ import (
 func TestReuseFollowsFingerprint(t *testing.T) {
 	cli := dockertest.Client(t)
 	ws := dockertest.Workspace(t)
-	a := newEnv(t, testConfig(t, ws, docker.ModeAgent))
-	b := newEnv(t, testConfig(t, ws, docker.ModeAgent))
+	a := newEnv(t, testConfig(t, ws, docker.ModeHelper))
+	b := newEnv(t, testConfig(t, ws, docker.ModeHelper))
 	if a.ContainerID() != b.ContainerID() {
 		t.Errorf("same config, different containers: %s %s", a.ContainerID(), b.ContainerID())
 	}
@@ -27,7 +27,7 @@ func TestReuseFollowsFingerprint(t *testing.T) {
 	}
 	sh(t, b, "true")
 
-	other := testConfig(t, dockertest.Workspace(t), docker.ModeAgent)
+	other := testConfig(t, dockertest.Workspace(t), docker.ModeHelper)
 	c := newEnv(t, other)
 	if c.ContainerID() == b.ContainerID() {
 		t.Fatalf("a different mount reused the container")

@@ -70,7 +70,7 @@ func testProgram(t *testing.T, name string) string {
 // file in the workspace has either bit or is a device; ordinary modes, FIFOs and sockets
 // still work.
 func TestNoSetidOrDeviceOnHostMount(t *testing.T) {
-	for _, mode := range []string{docker.ModeAgent, docker.ModeExec} {
+	for _, mode := range []string{docker.ModeHelper, docker.ModeExec} {
 		t.Run(mode, func(t *testing.T) {
 			ws := dockertest.Workspace(t)
 			src := dockertest.Workspace(t)

@@ -56,7 +56,7 @@ type spec struct {
 	Network        string   `json:"network"`
 	Runtime        string   `json:"runtime,omitempty"`
 	ReadOnlyRootfs bool     `json:"read_only_rootfs"`
-	Agent          string   `json:"agent"` // "off", "unusable" or the helper's "sha256:…"
+	Helper         string   `json:"helper"` // "off", "unusable" or the helper's "sha256:…"
 	// HelperRunAs, when set, is the uid:gid the helper, started as root, runs commands as
 	// while it keeps root as its real user (see [helper.RunAs]); the container then adds
 	// CAP_SETUID and CAP_SETGID, which only the helper holds.
@@ -95,12 +95,12 @@ func buildSpec(cfg Config, imageID string, bin binaryInfo, gVisor bool) (spec, e
 		CgroupNS:        string(container.CgroupnsModePrivate),
 	}
 	switch {
-	case cfg.Agent == AgentOff:
-		s.Agent = AgentOff
+	case cfg.Helper == HelperOff:
+		s.Helper = HelperOff
 	case bin.problem != "" || bin.sha == "":
-		s.Agent = "unusable"
+		s.Helper = "unusable"
 	default:
-		s.Agent = "sha256:" + bin.sha
+		s.Helper = "sha256:" + bin.sha
 		if _, err := helper.ParseRunAs(cfg.User); err == nil {
 			s.HelperRunAs = cfg.User
 		}
@@ -135,7 +135,7 @@ func buildSpec(cfg Config, imageID string, bin binaryInfo, gVisor bool) (spec, e
 		}
 		s.Mounts = append(s.Mounts, specs.Mount{Destination: t.Path, Type: "tmpfs", Source: "tmpfs", Options: opts})
 	}
-	if s.ReadOnlyRootfs && strings.HasPrefix(s.Agent, "sha256:") {
+	if s.ReadOnlyRootfs && strings.HasPrefix(s.Helper, "sha256:") {
 		opts := append(append([]string(nil), helperTmpfsOptions...), "size="+strconv.FormatInt(helperTmpfsSize(bin.size), 10))
 		s.Mounts = append(s.Mounts, specs.Mount{Destination: markDir, Type: "tmpfs", Source: "tmpfs", Options: opts})
 	}

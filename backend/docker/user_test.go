@@ -27,7 +27,7 @@ func TestUserIsWorkspaceOwner(t *testing.T) {
 	if err := os.Chown(ws, uid, gid); err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{docker.ModeAgent, docker.ModeExec} {
+	for _, mode := range []string{docker.ModeHelper, docker.ModeExec} {
 		t.Run(mode, func(t *testing.T) {
 			cfg := testConfig(t, ws, mode)
 			if cfg.User != docker.UserAuto {

@@ -383,7 +383,7 @@ func hashFile(name, p string) (File, error) {
 
 // ErrTestBinary is returned by [Executable] when the running program is a test binary,
 // which cannot serve as the helper.
-var ErrTestBinary = errors.New("the running executable is a test binary; set agent_binary")
+var ErrTestBinary = errors.New("the running executable is a test binary; set helper_binary")
 
 // Executable returns the configured helper binary; when none is configured, the
 // airlock-helper beside the running executable ([Sibling]), or the running executable.

@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "a6f80ea4078984165a5658e04d276159a029b9c7dd1c95bf8e00caaa3f4e364f"
+const SourceFingerprint = "6c208ecb764e7252bfe69875ddf071c67833f26948ac90673aed46b4e22b251e"

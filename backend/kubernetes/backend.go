@@ -31,8 +31,8 @@ const (
 	touchEvery = time.Minute
 )
 
-// ModeAgent is the one mode: commands go to the resident helper.
-const ModeAgent = "agent"
+// ModeHelper is the one mode: commands go to the resident helper.
+const ModeHelper = backend.ModeHelper
 
 var (
 	errUnavailable = backend.ErrUnavailable
@@ -103,6 +103,9 @@ type Env struct {
 // New connects to the API server, finds or creates the session's pod and starts the helper
 // in it. Errors name what is wrong and how to fix it.
 func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
+	if err := cfg.takeOldKeys(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -123,7 +126,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 		e.session = "e" + newID()
 	}
 	e.rep = backend.NewRepairer(e.log, e.logName, e.mended, e.prepare)
-	if b, err := helperBinary(cfg.AgentBinary); err != nil {
+	if b, err := helperBinary(cfg.HelperBinary); err != nil {
 		e.helperProblem = "resident helper unavailable: " + err.Error()
 	} else {
 		e.helper = b
@@ -176,7 +179,7 @@ func (e *Env) Describe() backend.Description {
 	defer e.mu.Unlock()
 	d := backend.Description{
 		Kind:      "kubernetes",
-		Mode:      ModeAgent,
+		Mode:      ModeHelper,
 		Workspace: e.cfg.Workdir,
 		Target:    e.cl.namespace + "/" + e.name + " on " + e.node + " (" + e.cl.host + ")",
 		Capabilities: backend.Capabilities{
@@ -194,11 +197,12 @@ func (e *Env) Describe() backend.Description {
 		Scratch: []string{"/tmp"},
 	}
 	d.Notes = append(d.Notes, e.securityNote())
+	d.Notes = append(d.Notes, e.cfg.oldKeyNotes...)
 	if e.netNote != "" {
 		d.Notes = append(d.Notes, e.netNote)
 	}
 	d.Notes = append(d.Notes, e.rtNote, "the resident helper runs as the commands' own user (uid "+fmt.Sprint(runAsID)+"), so a command can signal it and end the session's helper; the next call starts it again")
-	if n := helper.SiblingNote(); e.cfg.AgentBinary == "" && e.helperProblem == "" && n != "" {
+	if n := helper.SiblingNote(); e.cfg.HelperBinary == "" && e.helperProblem == "" && n != "" {
 		d.Notes = append(d.Notes, n)
 	}
 	return d

@@ -41,7 +41,7 @@ func (e *Env) startEgress(ctx context.Context, start backend.EgressProxy) error 
 	case start == nil:
 		return errors.New(mode + ` without an egress proxy`)
 	case e.helper == nil:
-		return fmt.Errorf(mode+` needs the resident helper, which carries the pod's only way out to the egress proxy, and it cannot run here: %s (fix environment.kubernetes.agent_binary, or choose [network] mode = "none" or "open")`, e.helperProblem)
+		return fmt.Errorf(mode+` needs the resident helper, which carries the pod's only way out to the egress proxy, and it cannot run here: %s (fix environment.kubernetes.helper_binary, or choose [network] mode = "none" or "open")`, e.helperProblem)
 	}
 	eg, err := start(ctx, netip.AddrFrom4([4]byte{127, 0, 0, 1}))
 	if err != nil {

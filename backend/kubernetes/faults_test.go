@@ -91,15 +91,15 @@ func testPodDeleted(t *testing.T, grace *int64) {
 // on a helper started again from a binary whose digest was checked, and says so.
 func TestHelperTampering(t *testing.T) {
 	env := newEnv(t, testConfig(t))
-	before := sh(t, env, "sha256sum /.airlock/agent-* | cut -d' ' -f1")
+	before := sh(t, env, "sha256sum /.airlock/helper-* | cut -d' ' -f1")
 	// The attack ends its own helper: its call fails, saying so.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	res, err := env.Exec(ctx, backend.Request{Command: "for f in /.airlock/agent-*; do cp /bin/busybox $f.new && mv -f $f.new $f; done; kill -9 -1"})
+	res, err := env.Exec(ctx, backend.Request{Command: "for f in /.airlock/helper-*; do cp /bin/busybox $f.new && mv -f $f.new $f; done; kill -9 -1"})
 	cancel()
 	t.Logf("attack: %+v, err %v", res, err)
 	for i := 0; i < 3; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		res, err = env.Exec(ctx, backend.Request{Command: "sha256sum /.airlock/agent-* | cut -d' ' -f1"})
+		res, err = env.Exec(ctx, backend.Request{Command: "sha256sum /.airlock/helper-* | cut -d' ' -f1"})
 		cancel()
 		if err == nil {
 			break

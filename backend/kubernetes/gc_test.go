@@ -26,8 +26,8 @@ const childEnv = "AIRLOCK_K8S_TEST_CHILD"
 // childConfig is what the child is told of the test's configuration.
 // Member makes the child's pod a warm-pool member, with an idle TTL of a second.
 type childConfig struct {
-	Kubeconfig, Namespace, Image, AgentBinary string
-	Member                                    bool
+	Kubeconfig, Namespace, Image, HelperBinary string
+	Member                                     bool
 }
 
 func runChild() int {
@@ -37,7 +37,7 @@ func runChild() int {
 		return 1
 	}
 	cfg := kubernetes.DefaultConfig()
-	cfg.Kubeconfig, cfg.Namespace, cfg.Image, cfg.AgentBinary = c.Kubeconfig, c.Namespace, c.Image, c.AgentBinary
+	cfg.Kubeconfig, cfg.Namespace, cfg.Image, cfg.HelperBinary = c.Kubeconfig, c.Namespace, c.Image, c.HelperBinary
 	cfg.PullPolicy, cfg.Network = "Never", backend.NetworkOpen
 	cfg.CPURequest, cfg.MemoryRequest, cfg.MemoryLimit = "10m", "16Mi", "256Mi"
 	if c.Member {
@@ -65,7 +65,7 @@ func TestGCRemovesOrphans(t *testing.T) {
 	cfg := testConfig(t)
 	live := newEnv(t, cfg)
 
-	child, orphan := startChild(t, childConfig{cfg.Kubeconfig, cfg.Namespace, cfg.Image, cfg.AgentBinary, false})
+	child, orphan := startChild(t, childConfig{cfg.Kubeconfig, cfg.Namespace, cfg.Image, cfg.HelperBinary, false})
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func startChild(t *testing.T, c childConfig) (*exec.Cmd, string) {
 func TestGCWarmPoolMember(t *testing.T) {
 	cs, ns := client(t)
 	cfg := testConfig(t)
-	child, member := startChild(t, childConfig{cfg.Kubeconfig, cfg.Namespace, cfg.Image, cfg.AgentBinary, true})
+	child, member := startChild(t, childConfig{cfg.Kubeconfig, cfg.Namespace, cfg.Image, cfg.HelperBinary, true})
 	time.Sleep(2 * time.Second) // past the member's idle TTL
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -14,7 +14,7 @@ import (
 	"github.com/airlock-dev/airlock/backend/helper"
 )
 
-// helperConn is one running helper: an exec in the pod whose stdin and stdout carry the agent
+// helperConn is one running helper: an exec in the pod whose stdin and stdout carry the helper
 // protocol.
 type helperConn struct {
 	client *helper.Client

@@ -117,7 +117,7 @@ func testConfig(t testing.TB) kubernetes.Config {
 		cfg.Image = "airlock-test/busybox:1"
 	}
 	cfg.PullPolicy = "Never"
-	cfg.AgentBinary = helpertest.StaticBuild(t)
+	cfg.HelperBinary = helpertest.StaticBuild(t)
 	cfg.Network = backend.NetworkOpen
 	cfg.CPURequest, cfg.MemoryRequest, cfg.MemoryLimit = "10m", "16Mi", "256Mi"
 	cfg.KillGrace = 500 * time.Millisecond
@@ -175,7 +175,7 @@ kubeconfig = %q
 namespace = %q
 image = %q
 pull_policy = "Never"
-agent_binary = %q
+helper_binary = %q
 cpu_request = "10m"
 memory_request = "16Mi"
 memory_limit = "256Mi"
@@ -186,5 +186,5 @@ mode = "open"
 mode = "auto"
 [ledger]
 path = %q
-`, cfg.Kubeconfig, cfg.Namespace, cfg.Image, cfg.AgentBinary, extra, ledger)
+`, cfg.Kubeconfig, cfg.Namespace, cfg.Image, cfg.HelperBinary, extra, ledger)
 }

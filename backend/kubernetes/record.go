@@ -18,7 +18,10 @@ func init() {
 		Schema:    configSchema,
 		NewConfig: func() any { c := DefaultConfig(); return &c },
 		// Only what must be refused before any pod opens; New checks the rest.
-		Validate:   func(section any) error { return section.(*Config).validatePool() },
+		Validate: func(section any) error {
+			c := section.(*Config)
+			return errors.Join(c.takeOldKeys(), c.validatePool())
+		},
 		Derive:     derive,
 		Open:       open,
 		PerSession: true,

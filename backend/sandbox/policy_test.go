@@ -108,7 +108,7 @@ func TestPlan(t *testing.T) {
 	fs := newFakeFS(
 		"/ws/src/main.go", "/ws/airlock.toml", "/ws/.env", "/ws/sub/.env.local", "/ws/sub/ok",
 		"/ws/link -> /home/u/.ssh", "/ws/.git/config",
-		"/home/u/.ssh/id_rsa", "/home/u/go/pkg/", "/home/u/.cache/go-build/", "/home/u/.cache/airlock/agent",
+		"/home/u/.ssh/id_rsa", "/home/u/go/pkg/", "/home/u/.cache/go-build/", "/home/u/.cache/airlock/helper",
 		"/usr/bin/", "/etc/passwd", "/etc/shadow", "/etc/ssh/sshd_config", "/tmp/s/", "/dev/null",
 		"/state/airlock/ws-1/receipts.jsonl",
 	)

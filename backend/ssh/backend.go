@@ -26,8 +26,9 @@ const (
 	ModeAuto = "auto"
 	// ModeSession opens one SSH session per command.
 	ModeSession = "session"
-	// ModeAgent is what [Env.Describe] reports when the resident helper is in use.
-	ModeAgent = "agent"
+	// ModeHelper is what [Env.Describe] reports when the resident helper is in use, "helper"
+	// (bench --mode also takes its former name, "agent").
+	ModeHelper = backend.ModeHelper
 )
 
 // Config is the [environment.ssh] section. The fields tagged toml:"-" come from the general
@@ -62,9 +63,14 @@ type Config struct {
 	LoginShell bool `toml:"login_shell"`
 	// Mode is "auto" (resident helper when possible) or "session".
 	Mode string `toml:"mode"`
-	// AgentBinary is the local path of a static linux airlock binary uploaded as the resident
-	// helper; empty means the running executable.
-	AgentBinary string `toml:"agent_binary"`
+	// HelperBinary is the local path of a static linux airlock binary uploaded as the
+	// resident helper; empty means the running executable.
+	HelperBinary string `toml:"helper_binary"`
+	// OldHelperBinary is agent_binary, helper_binary's deprecated former name, still read:
+	// takeOldKeys moves it over and Describe notes it.
+	OldHelperBinary string `toml:"agent_binary"`
+	// oldKeyNotes say which keys were given under a deprecated former name.
+	oldKeyNotes []string
 	// Sandbox is the kernel sandbox the resident helper puts commands in on the remote host:
 	// "auto" (default: wherever the remote kernel has Landlock), "landlock" (refuse to run
 	// without it) or "off".
@@ -87,6 +93,17 @@ func DefaultConfig() Config {
 		KeepaliveInterval: backend.Duration(15 * time.Second),
 		Mode:              ModeAuto,
 	}
+}
+
+// takeOldKeys moves agent_binary to helper_binary (an error when both are given) and keeps
+// a note for Describe. It runs when the file is read and again in New, for a Config built in
+// code; the second time finds nothing to move.
+func (c *Config) takeOldKeys() error {
+	note, err := backend.TakeOldKey("environment.ssh", "agent_binary", &c.OldHelperBinary, "helper_binary", &c.HelperBinary)
+	if note != "" {
+		c.oldKeyNotes = append(c.oldKeyNotes, note)
+	}
+	return err
 }
 
 func (c Config) withDefaults() Config {
@@ -121,6 +138,9 @@ func (c Config) withDefaults() Config {
 // Validate reports every setting that cannot work, each error naming its key. Zero values
 // that have a default are accepted.
 func (c Config) Validate() error {
+	if err := c.takeOldKeys(); err != nil { // on this copy
+		return err
+	}
 	const p = "environment.ssh."
 	var errs []error
 	bad := func(key, msg string, args ...any) {
@@ -304,6 +324,9 @@ const maxCommandSessions = 8
 // known, an authentication error naming the user and host, or an error wrapping
 // [backend.ErrUnavailable] when the host cannot be reached.
 func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
+	if err := cfg.takeOldKeys(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -316,7 +339,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 	}
 	cfg.KnownHosts = expandHome(cfg.KnownHosts)
 	cfg.KeyPath = expandHome(cfg.KeyPath)
-	cfg.AgentBinary = expandHome(cfg.AgentBinary)
+	cfg.HelperBinary = expandHome(cfg.HelperBinary)
 	d, err := newDialer(cfg)
 	if err != nil {
 		return nil, err
@@ -367,6 +390,7 @@ func (e *Env) Describe() backend.Description {
 		where,
 		"no variable of the Airlock host reaches remote commands",
 	}, e.notes...)
+	notes = append(notes, e.cfg.oldKeyNotes...)
 	if e.egress != nil {
 		n := "network allowlist: HTTP(S)_PROXY points commands at Airlock's egress proxy through a port reverse-forwarded to the remote host's 127.0.0.1; the remote host's own network is not cut, so a command that ignores the proxy variables reaches what the host reaches"
 		if e.sandboxed {
@@ -374,7 +398,7 @@ func (e *Env) Describe() backend.Description {
 		}
 		notes = append(notes, n)
 	}
-	if e.mode != ModeAgent {
+	if e.mode != ModeHelper {
 		notes = append(notes, "session mode kills each command's process group; a process that leaves it with setsid can outlive its command (the resident helper, a subreaper, does not have that gap)")
 	}
 	return backend.Description{
@@ -384,7 +408,7 @@ func (e *Env) Describe() backend.Description {
 		Target:    target,
 		Capabilities: backend.Capabilities{
 			ProcessTreeKill:  true,
-			ResidentHelper:   e.mode == ModeAgent,
+			ResidentHelper:   e.mode == ModeHelper,
 			KernelSandbox:    e.sandboxed,
 			NetworkIsolation: e.sandboxed,
 		},

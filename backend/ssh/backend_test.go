@@ -3,6 +3,7 @@ package ssh_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,16 +46,35 @@ func TestConformanceSession(t *testing.T) {
 	})
 }
 
-func TestConformanceAgent(t *testing.T) {
+func TestConformanceHelper(t *testing.T) {
 	srv := sshtest.Start(t)
 	cfg := srv.Config
 	cfg.Mode = ssh.ModeAuto
-	cfg.AgentBinary = sshtest.AirlockBinary(t)
+	cfg.HelperBinary = sshtest.AirlockBinary(t)
 	backendtest.Run(t, func(t *testing.T) backend.Environment {
 		env := newEnv(t, cfg)
-		if d := env.Describe(); d.Mode != ssh.ModeAgent || !d.Capabilities.ResidentHelper {
-			t.Fatalf("mode = %q (notes %q), want agent", d.Mode, d.Notes)
+		if d := env.Describe(); d.Mode != ssh.ModeHelper || !d.Capabilities.ResidentHelper {
+			t.Fatalf("mode = %q (notes %q), want helper", d.Mode, d.Notes)
 		}
 		return env
 	})
+}
+
+// TestOldHelperBinaryKeyIsNoted: agent_binary, helper_binary's former name, still gives the
+// helper, and Describe (what doctor shows) says the name is deprecated; giving both names
+// is refused with both named.
+func TestOldHelperBinaryKeyIsNoted(t *testing.T) {
+	srv := sshtest.Start(t)
+	cfg := srv.Config
+	cfg.Mode = ssh.ModeAuto
+	cfg.OldHelperBinary = sshtest.AirlockBinary(t)
+	env := newEnv(t, cfg)
+	d := env.Describe()
+	if d.Mode != ssh.ModeHelper || !hasString(d.Notes, "environment.ssh.agent_binary is deprecated: call it helper_binary") {
+		t.Errorf("mode %q, notes %q: want the helper, and a note on the old name", d.Mode, d.Notes)
+	}
+	cfg.HelperBinary = cfg.OldHelperBinary
+	if _, err := ssh.New(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "environment.ssh.helper_binary and environment.ssh.agent_binary") {
+		t.Errorf("both names given: error %v", err)
+	}
 }

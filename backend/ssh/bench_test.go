@@ -32,16 +32,16 @@ func BenchmarkExec(b *testing.B) {
 		}
 	}
 	b.Run("session", func(b *testing.B) { run(b, srv.Config) })
-	b.Run("agent", func(b *testing.B) {
+	b.Run("helper", func(b *testing.B) {
 		cfg := srv.Config
 		cfg.Mode = ssh.ModeAuto
-		cfg.AgentBinary = sshtest.AirlockBinary(b)
+		cfg.HelperBinary = sshtest.AirlockBinary(b)
 		run(b, cfg)
 	})
-	b.Run("agent-default-build", func(b *testing.B) {
+	b.Run("helper-default-build", func(b *testing.B) {
 		cfg := srv.Config
 		cfg.Mode = ssh.ModeAuto
-		cfg.AgentBinary = helpertest.DefaultBuild(b)
+		cfg.HelperBinary = helpertest.DefaultBuild(b)
 		run(b, cfg)
 	})
 	b.Run("openssh-controlmaster", func(b *testing.B) {

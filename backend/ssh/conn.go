@@ -374,12 +374,12 @@ func (e *Env) connect(ctx context.Context) (*link, error) {
 			e.log.Info("resident helper not in use", "error", helperErr)
 			notes = append(notes, "resident helper not in use ("+helperErr.Error()+"): one session per command")
 		} else {
-			mode = ModeAgent
+			mode = ModeHelper
 			l.owning.Store(l.helper)
 			if !e.bin.bin.Static() {
 				notes = append(notes, e.bin.bin.LinkNote())
 			}
-			if n := helper.SiblingNote(); e.cfg.AgentBinary == "" && n != "" {
+			if n := helper.SiblingNote(); e.cfg.HelperBinary == "" && n != "" {
 				notes = append(notes, n)
 			}
 		}

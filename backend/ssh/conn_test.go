@@ -19,10 +19,10 @@ import (
 // modes runs fn once per way of starting commands.
 func modes(t *testing.T, srv *sshtest.Server, fn func(t *testing.T, cfg ssh.Config)) {
 	t.Run("session", func(t *testing.T) { fn(t, srv.Config) })
-	t.Run("agent", func(t *testing.T) {
+	t.Run("helper", func(t *testing.T) {
 		cfg := srv.Config
 		cfg.Mode = ssh.ModeAuto
-		cfg.AgentBinary = sshtest.AirlockBinary(t)
+		cfg.HelperBinary = sshtest.AirlockBinary(t)
 		fn(t, cfg)
 	})
 }

@@ -10,8 +10,8 @@
 //
 // Commands are started one of two ways, reported by [Env.Describe] as its Mode:
 //
-//   - "agent": the same static `airlock agent` helper the Docker backend uses is uploaded once
-//     to a per-user cache path named by its SHA-256 (~/.cache/airlock/agent-<sha256>) and
+//   - "helper": the same static `airlock helper` the Docker backend uses is uploaded once
+//     to a per-user cache path named by its SHA-256 (~/.cache/airlock/helper-<sha256>) and
 //     started on one long-lived session; calls are multiplexed over it (~1 ms). The script that
 //     starts it checks, right before the exec, that $HOME, ~/.cache and ~/.cache/airlock (made
 //     0700) belong to the user and are closed to group and others, and that the helper is a

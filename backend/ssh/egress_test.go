@@ -30,12 +30,12 @@ func TestNetworkAllowlistThroughReverseForward(t *testing.T) {
 	px := egresstest.Start(t, []string{"allowed.test"}, egresstest.Names{"allowed.test": "127.0.0.1", "other.test": "127.0.0.1"})
 
 	srv := sshtest.Start(t)
-	for _, mode := range []string{ssh.ModeSession, ssh.ModeAgent} {
+	for _, mode := range []string{ssh.ModeSession, ssh.ModeHelper} {
 		t.Run(mode, func(t *testing.T) {
 			cfg := srv.Config
-			if mode == ssh.ModeAgent {
+			if mode == ssh.ModeHelper {
 				cfg.Mode = ssh.ModeAuto
-				cfg.AgentBinary = sshtest.AirlockBinary(t)
+				cfg.HelperBinary = sshtest.AirlockBinary(t)
 			}
 			stopped := false
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -131,12 +131,12 @@ func TestNetworkAllowlistRefusalNamesItsCall(t *testing.T) {
 	eg := px.Egress()
 
 	srv := sshtest.Start(t)
-	for _, mode := range []string{ssh.ModeSession, ssh.ModeAgent} {
+	for _, mode := range []string{ssh.ModeSession, ssh.ModeHelper} {
 		t.Run(mode, func(t *testing.T) {
 			cfg := srv.Config
-			if mode == ssh.ModeAgent {
+			if mode == ssh.ModeHelper {
 				cfg.Mode = ssh.ModeAuto
-				cfg.AgentBinary = sshtest.AirlockBinary(t)
+				cfg.HelperBinary = sshtest.AirlockBinary(t)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()

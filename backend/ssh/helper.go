@@ -72,7 +72,7 @@ func (b *helperBinary) load(configured string) {
 	b.once.Do(func() {
 		p, err := helper.Executable(configured)
 		if err != nil {
-			b.err = fmt.Errorf("agent_binary: %w", err)
+			b.err = fmt.Errorf("helper_binary: %w", err)
 			return
 		}
 		b.bin, b.err = helper.Inspect(p)
@@ -86,7 +86,7 @@ func (e *Env) helperName() string {
 	if e.cfg.Mode != ModeAuto {
 		return ""
 	}
-	e.bin.load(e.cfg.AgentBinary)
+	e.bin.load(e.cfg.HelperBinary)
 	if e.bin.err != nil {
 		return ""
 	}
@@ -211,7 +211,7 @@ func (e *Env) uploadHelper(ctx context.Context, l *link, name string) error {
 func (e *Env) uploadFile(ctx context.Context, l *link, file helper.File, target string) error {
 	f, err := os.Open(file.Path)
 	if err != nil {
-		return fmt.Errorf("agent_binary: %w", err)
+		return fmt.Errorf("helper_binary: %w", err)
 	}
 	defer f.Close()
 	uctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
@@ -364,7 +364,7 @@ func (e *Env) execHelper(ctx context.Context, l *link, req backend.Request, dir 
 	if err != nil {
 		return backend.Result{}, fmt.Errorf("ssh: %w", err)
 	}
-	e.log.Debug("exec finished", "mode", ModeAgent, "exit_code", res.ExitCode,
+	e.log.Debug("exec finished", "mode", ModeHelper, "exit_code", res.ExitCode,
 		"duration_ms", res.Duration.Milliseconds(), "timed_out", res.TimedOut, "cancelled", res.Cancelled)
 	return res, nil
 }

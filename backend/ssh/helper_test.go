@@ -31,7 +31,7 @@ func TestHelperCacheChecks(t *testing.T) {
 	bin := sshtest.AirlockBinary(t)
 	cfg := srv.Config
 	cfg.Mode = ssh.ModeAuto
-	cfg.AgentBinary = bin
+	cfg.HelperBinary = bin
 	uid, gid := srv.UID, srv.GID
 	dotCache := filepath.Join(srv.Home, ".cache")
 	cache := filepath.Join(dotCache, "airlock")
@@ -66,15 +66,15 @@ func TestHelperCacheChecks(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		setup func(t *testing.T)
-		// agent is whether the helper should start; refusal is a word of the note when not.
-		agent   bool
+		// helper is whether the helper should start; refusal is a word of the note when not.
+		helper  bool
 		refusal string
 		check   func(t *testing.T)
 	}{
 		{
-			name:  "missing cache is created 0700",
-			agent: true,
-			check: func(t *testing.T) { wantMode(t, cache, 0o700) },
+			name:   "missing cache is created 0700",
+			helper: true,
+			check:  func(t *testing.T) { wantMode(t, cache, 0o700) },
 		},
 		{
 			// The reviewer's scenario: a cache open to all, the helper swapped for a script.
@@ -83,7 +83,7 @@ func TestHelperCacheChecks(t *testing.T) {
 				mkdir(t, cache, 0o777, uid)
 				plant(t, cached, planted, otherUID)
 			},
-			agent: true,
+			helper: true,
 			check: func(t *testing.T) {
 				wantMode(t, cache, 0o700)
 				wantUploaded(t, cached, bin, uid)
@@ -95,8 +95,8 @@ func TestHelperCacheChecks(t *testing.T) {
 				mkdir(t, cache, 0o700, uid)
 				plant(t, cached, planted, uid)
 			},
-			agent: true,
-			check: func(t *testing.T) { wantUploaded(t, cached, bin, uid) },
+			helper: true,
+			check:  func(t *testing.T) { wantUploaded(t, cached, bin, uid) },
 		},
 		{
 			name: "helper of another owner is replaced",
@@ -106,8 +106,8 @@ func TestHelperCacheChecks(t *testing.T) {
 				must(t, err)
 				plant(t, cached, data, otherUID)
 			},
-			agent: true,
-			check: func(t *testing.T) { wantUploaded(t, cached, bin, uid) },
+			helper: true,
+			check:  func(t *testing.T) { wantUploaded(t, cached, bin, uid) },
 		},
 		{
 			name: "symlink at the helper's name is replaced, its target left alone",
@@ -122,8 +122,8 @@ func TestHelperCacheChecks(t *testing.T) {
 					}
 				})
 			},
-			agent: true,
-			check: func(t *testing.T) { wantUploaded(t, cached, bin, uid) },
+			helper: true,
+			check:  func(t *testing.T) { wantUploaded(t, cached, bin, uid) },
 		},
 		{
 			name: "cache of another owner",
@@ -159,9 +159,9 @@ func TestHelperCacheChecks(t *testing.T) {
 			env := newEnv(t, cfg)
 			d := env.Describe()
 			switch {
-			case tc.agent && d.Mode != ssh.ModeAgent:
-				t.Fatalf("mode = %q (notes %q), want agent", d.Mode, d.Notes)
-			case !tc.agent && (d.Mode != ssh.ModeSession || !hasString(d.Notes, tc.refusal)):
+			case tc.helper && d.Mode != ssh.ModeHelper:
+				t.Fatalf("mode = %q (notes %q), want helper", d.Mode, d.Notes)
+			case !tc.helper && (d.Mode != ssh.ModeSession || !hasString(d.Notes, tc.refusal)):
 				t.Fatalf("mode = %q, notes %q: want session mode with a note containing %q", d.Mode, d.Notes, tc.refusal)
 			}
 			t.Logf("mode %s, notes %q", d.Mode, d.Notes)
@@ -170,10 +170,10 @@ func TestHelperCacheChecks(t *testing.T) {
 			if string(res.Stdout) != "hi\n" {
 				t.Errorf("stdout %q", res.Stdout)
 			}
-			if !tc.agent && !hasString(res.Notes, tc.refusal) {
+			if !tc.helper && !hasString(res.Notes, tc.refusal) {
 				t.Errorf("first result's notes %q do not say why the helper is not in use (%q)", res.Notes, tc.refusal)
 			}
-			if tc.agent && hasString(res.Notes, "not in use") {
+			if tc.helper && hasString(res.Notes, "not in use") {
 				t.Errorf("notes %q speak of a fallback that did not happen", res.Notes)
 			}
 			if again := mustExec(t, env, backend.Request{Command: "true"}); hasString(again.Notes, "not in use") {
@@ -255,10 +255,10 @@ func TestHelperFromDefaultBuild(t *testing.T) {
 	srv := sshtest.Start(t)
 	cfg := srv.Config
 	cfg.Mode = ssh.ModeAuto
-	cfg.AgentBinary = helpertest.DefaultBuild(t)
+	cfg.HelperBinary = helpertest.DefaultBuild(t)
 	env := newEnv(t, cfg)
 	d := env.Describe()
-	if d.Mode != ssh.ModeAgent || !d.Capabilities.ResidentHelper {
+	if d.Mode != ssh.ModeHelper || !d.Capabilities.ResidentHelper {
 		t.Fatalf("mode %q, notes %q", d.Mode, d.Notes)
 	}
 	if !strings.Contains(strings.Join(d.Notes, "\n"), "dynamically linked") {
@@ -269,7 +269,7 @@ func TestHelperFromDefaultBuild(t *testing.T) {
 		t.Errorf("exec: %v %+v %q", err, res, res.Stdout)
 	}
 	// The loader and libraries sit beside the executable, in the checked cache.
-	b, err := helper.Inspect(cfg.AgentBinary)
+	b, err := helper.Inspect(cfg.HelperBinary)
 	if err != nil {
 		t.Fatal(err)
 	}

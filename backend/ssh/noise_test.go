@@ -14,7 +14,7 @@ func TestNoisyDotfiles(t *testing.T) {
 	srv := sshtest.Start(t, sshtest.WithNoisyDotfiles())
 	modes(t, srv, func(t *testing.T, cfg ssh.Config) {
 		env := newEnv(t, cfg)
-		if cfg.Mode == ssh.ModeAuto && env.Describe().Mode != ssh.ModeAgent {
+		if cfg.Mode == ssh.ModeAuto && env.Describe().Mode != ssh.ModeHelper {
 			t.Fatalf("helper not started: %q", env.Describe().Notes)
 		}
 		res := mustExec(t, env, backend.Request{Command: "echo out; echo err >&2"})

@@ -19,18 +19,20 @@ func init() {
 		Summary:   "a remote host over one verified SSH connection",
 		Schema:    configSchema,
 		NewConfig: func() any { c := DefaultConfig(); return &c },
-		Derive:    derive,
-		Open:      open,
-		Modes:     []string{ModeAgent, ModeSession},
+		// Moves agent_binary to helper_binary when the file is read; New checks the rest.
+		Validate: func(section any) error { return section.(*Config).takeOldKeys() },
+		Derive:   derive,
+		Open:     open,
+		Modes:    []string{ModeHelper, ModeSession},
 		SetMode: func(section any, mode string) error {
 			c := section.(*Config)
 			switch mode {
-			case "", ModeAgent:
+			case "", ModeHelper, backend.OldModeHelper:
 				c.Mode = ModeAuto
 			case ModeSession, "exec":
 				c.Mode = ModeSession
 			default:
-				return fmt.Errorf("mode %q: want %s or %s", mode, ModeAgent, ModeSession)
+				return fmt.Errorf("mode %q: want %s or %s", mode, ModeHelper, ModeSession)
 			}
 			return nil
 		},
@@ -94,7 +96,8 @@ func open(ctx context.Context, s backend.Settings) (backend.Environment, error) 
 func (c *Config) Resolve(abs func(string) string) {
 	c.KeyPath = abs(c.KeyPath)
 	c.KnownHosts = abs(c.KnownHosts)
-	c.AgentBinary = abs(c.AgentBinary)
+	c.HelperBinary = abs(c.HelperBinary)
+	c.OldHelperBinary = abs(c.OldHelperBinary)
 }
 
 var _ backend.Resolver = (*Config)(nil)

@@ -151,7 +151,7 @@ func runBench(args []string, s stdio) int {
 		_ = env.Close(cctx)
 	}()
 	d := env.Describe()
-	if o.mode != "" && d.Mode != o.mode {
+	if o.mode != "" && d.Mode != backend.CanonicalMode(o.mode) {
 		fmt.Fprintf(s.err, "airlock bench: asked for mode %q, running in %q: %s\n", o.mode, d.Mode, strings.Join(d.Notes, "; "))
 	}
 

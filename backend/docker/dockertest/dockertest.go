@@ -155,11 +155,11 @@ func Runtime() string { return os.Getenv("AIRLOCK_DOCKER_RUNTIME_TEST") }
 // resident helper binary (empty: [HelperBinary]), a container name prefix of its own (named
 // after kind) whose containers are removed when the test ends, auto approvals, the
 // [Runtime], and extra appended to [environment.docker]. It also returns the prefix.
-func Config(t testing.TB, kind string, timeout int, agent, extra string) (toml, prefix string) {
+func Config(t testing.TB, kind string, timeout int, helperBin, extra string) (toml, prefix string) {
 	t.Helper()
 	Client(t)
-	if agent == "" {
-		agent = HelperBinary(t)
+	if helperBin == "" {
+		helperBin = HelperBinary(t)
 	}
 	prefix = fmt.Sprintf("airlock_%s_%d_%d_", kind, os.Getpid(), time.Now().UnixNano()%1e9)
 	t.Cleanup(func() { RemoveContainers(prefix) })
@@ -171,10 +171,10 @@ type = "docker"
 timeout = %d
 [environment.docker]
 image = %q
-agent_binary = %q
+helper_binary = %q
 container_name_prefix = %q
 %s
 [approvals]
 mode = "auto"
-`, timeout, Image(t), agent, prefix, extra), prefix
+`, timeout, Image(t), helperBin, prefix, extra), prefix
 }

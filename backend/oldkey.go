@@ -1,0 +1,37 @@
+package backend
+
+import "fmt"
+
+// ModeHelper is the [Description.Mode] of an environment whose commands go to its resident
+// helper, and the name bench --mode takes for it.
+const ModeHelper = "helper"
+
+// OldModeHelper is ModeHelper's former name, "agent": that word means the AI agent that
+// proposes calls, and the helper is not it. It is still accepted where a user types a mode
+// ([CanonicalMode]); nothing reports it.
+const OldModeHelper = "agent"
+
+// CanonicalMode is mode with a former name replaced by the current one.
+func CanonicalMode(mode string) string {
+	if mode == OldModeHelper {
+		return ModeHelper
+	}
+	return mode
+}
+
+// TakeOldKey moves a configuration value given under a key's former name (*oldVal, read
+// from section.oldKey) to the key's current one (*newVal, section.newKey), so that a
+// configuration written for an older airlock still loads. It returns a note for
+// [Description.Notes] saying the old name is deprecated, "" when it was not used, and an
+// error naming both keys when both are set: which one was meant cannot be told.
+func TakeOldKey(section, oldKey string, oldVal *string, newKey string, newVal *string) (note string, err error) {
+	if *oldVal == "" {
+		return "", nil
+	}
+	if *newVal != "" {
+		return "", fmt.Errorf("%s.%s and %s.%s are the same setting (%s is its deprecated former name): give only %s",
+			section, newKey, section, oldKey, oldKey, newKey)
+	}
+	*newVal, *oldVal = *oldVal, ""
+	return fmt.Sprintf("%s.%s is deprecated: call it %s (the resident helper is not the agent)", section, oldKey, newKey), nil
+}
