@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "6c208ecb764e7252bfe69875ddf071c67833f26948ac90673aed46b4e22b251e"
+const SourceFingerprint = "69c216a0b44cd843d130535cfc942734a165dedb704314d655fd76ed08f04215"

@@ -52,7 +52,7 @@ func runCall(args []string, s stdio) int {
 		return 0
 	}
 	if len(calls) >= steadyBatch {
-		gctune.EndStartUp()
+		defer gctune.ForBatch()()
 	}
 	rw := newResultWriter(s.out)
 	sess.RunBatchFunc(ctx, calls, func(_ int, r pipeline.Result) { rw.write(&r) })
@@ -62,10 +62,10 @@ func runCall(args []string, s stdio) int {
 	return 0
 }
 
-// steadyBatch is the size of batch from which `airlock call` closes the collector's
-// start-up window before the batch runs (see gctune.EndStartUp): a batch allocates a few
-// kilobytes a call, so below this it stays far under the window's limit and keeps the
-// cycles the window saves; above, the window let the heap grow to its limit unchecked.
+// steadyBatch is the size of batch from which `airlock call` closes the collector's start-up
+// window before the batch runs and collects as gctune.ForBatch says: a batch allocates a few
+// kilobytes a call, so below this it stays far under the window's limit and keeps the cycles
+// the window saves; above, the window let the heap grow to its limit unchecked.
 const steadyBatch = 256
 
 // resultWriter writes a batch's results as one indented JSON array, as json.Encoder with an

@@ -63,3 +63,29 @@ func TestEndStartUp(t *testing.T) {
 		t.Errorf("GC percent %d after a second EndStartUp, want 77 as set since", p)
 	}
 }
+
+// TestForBatch: a large batch closes the start-up window (its steady settings are then what
+// the batch's end puts back) and collects at Batch's target meanwhile; GOGC in the
+// environment is left alone.
+func TestForBatch(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	StartUp(&Settings{Percent: 321, Limit: 123 << 20})
+	restore := ForBatch()
+	if p := debug.SetGCPercent(-1); p != Batch.Percent {
+		t.Fatalf("GC percent %d during the batch, want %d", p, Batch.Percent)
+	}
+	debug.SetGCPercent(Batch.Percent)
+	restore()
+	if p, l := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1); p != 321 || l != 123<<20 {
+		t.Errorf("after the batch: GC percent %d, limit %d; want the steady 321, %d", p, l, 123<<20)
+	}
+	t.Setenv("GOGC", "75")
+	debug.SetGCPercent(75)
+	ForBatch()()
+	if p := debug.SetGCPercent(-1); p != 75 {
+		t.Errorf("GC percent %d with GOGC=75 in the environment, want it left at 75", p)
+	}
+}
