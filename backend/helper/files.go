@@ -2,7 +2,6 @@ package helper
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -63,9 +62,9 @@ func (s *server) handleFile(f frame) error {
 		if busy || f.id == 0 {
 			return fmt.Errorf("%w: request id %d reused", ErrMalformedFrame, f.id)
 		}
-		var m fileMsg
-		if err := json.Unmarshal(f.payload, &m); err != nil {
-			return s.send(frameFileDone, f.id, mustJSON(fileDoneMsg{Code: backend.FileInvalid, Error: "decode file request: " + err.Error()}))
+		m, err := decodeFileMsg(f.payload)
+		if err != nil {
+			return s.send(frameFileDone, f.id, fileDoneMsg{Code: backend.FileInvalid, Error: "decode file request: " + err.Error()}.encode())
 		}
 		if m.DataLen < 0 || m.DataLen > maxFileData {
 			return fmt.Errorf("%w: file data of %d bytes (at most %d)", ErrMalformedFrame, m.DataLen, maxFileData)
@@ -120,13 +119,13 @@ func (s *server) startFile(id uint32, m fileMsg, data []byte) {
 			if errors.As(err, &fe) {
 				done.Code, done.Error = fe.Code, fe.Msg
 			}
-			_ = s.send(frameFileDone, id, mustJSON(done))
+			_ = s.send(frameFileDone, id, done.encode())
 			return
 		}
-		done := frame{typ: frameFileDone, id: id, payload: mustJSON(fileDoneMsg{
+		done := frame{typ: frameFileDone, id: id, payload: fileDoneMsg{
 			Size: res.Size, Lines: res.Lines, Binary: res.Binary, SHA256: res.SHA256,
 			Created: res.Created, DataLen: int64(len(res.Data)),
-		})}
+		}.encode()}
 		if len(res.Data) > 0 && len(res.Data) <= outputChunk {
 			// A small answer goes in one write with its end.
 			_ = s.sendFrames(frame{typ: frameFileData, id: id, payload: res.Data}, done)
@@ -148,8 +147,8 @@ func (cl *call) fileFrame(f frame) error {
 		cl.add(&cl.stdout, f.payload)
 		return nil
 	}
-	var m fileDoneMsg
-	if err := json.Unmarshal(f.payload, &m); err != nil {
+	m, err := decodeFileDoneMsg(f.payload)
+	if err != nil {
 		return fmt.Errorf("%w: file done: %w", ErrMalformedFrame, err)
 	}
 	select {
@@ -182,7 +181,7 @@ func (c *Client) FileOp(ctx context.Context, req backend.FileRequest) (backend.F
 	}
 	id, release := c.register(cl)
 	defer release()
-	first := []frame{{typ: frameFile, id: id, payload: mustJSON(m)}}
+	first := []frame{{typ: frameFile, id: id, payload: m.encode()}}
 	data := req.Data
 	if len(data) > 0 && len(data) <= outputChunk {
 		// A small request goes in one write with its data.

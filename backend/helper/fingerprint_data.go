@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "69c216a0b44cd843d130535cfc942734a165dedb704314d655fd76ed08f04215"
+const SourceFingerprint = "74740d4ed4e60e23ea1763cd2caf8ca76dd29e5d481ac99aad0f6913eab8d923"

@@ -12,8 +12,8 @@ import (
 // version is refused: the helper binary and the host must come from the same build family.
 // (2: file-op frames; 3: live output frames; 4: owner frames; 5: tunnel frames; 6: a start
 // that reuses the previous start's environment; 7: start and exit messages in binary,
-// msgcodec.go.)
-const ProtocolVersion = 7
+// msgcodec.go; 8: file requests and answers in binary too.)
+const ProtocolVersion = 8
 
 // MaxPayload bounds one frame's payload. Larger data is split into several frames.
 const MaxPayload = 1 << 20
@@ -37,9 +37,9 @@ const (
 	frameStdout     frameType = 'O' // raw stdout bytes (already capped), server to client
 	frameStderr     frameType = 'E' // raw stderr bytes (already capped), server to client
 	frameExit       frameType = 'Q' // exitMsg (msgcodec.go), server to client; the request is over
-	frameFile       frameType = 'F' // JSON fileMsg, client to server (files.go)
+	frameFile       frameType = 'F' // fileMsg (msgcodec.go), client to server (files.go)
 	frameFileData   frameType = 'D' // raw file bytes: a write's data, or what a read returns
-	frameFileDone   frameType = 'R' // JSON fileDoneMsg, server to client; the request is over
+	frameFileDone   frameType = 'R' // fileDoneMsg (msgcodec.go), server to client; the request is over
 	frameLiveStdout frameType = 'o' // raw stdout bytes as they arrive (startMsg.Live), server to client
 	frameLiveStderr frameType = 'e' // raw stderr bytes as they arrive (startMsg.Live), server to client
 	frameOwner      frameType = 'N' // JSON ownerMsg, client to server (owner.go)

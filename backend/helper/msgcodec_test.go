@@ -12,6 +12,15 @@ var (
 		Env: []string{"A=1", "EMPTY=", "U=ü"}, SameEnv: true, Stdin: true, TimeoutMS: 120000,
 		KillGraceMS: -1, MaxOutputBytes: 1 << 40, Live: true, EgressSocket: "/run/e.sock", EgressTunnel: true,
 	}
+	fullFile = fileMsg{
+		Op: "window", Path: "/w/a b.txt", Root: "/w", First: 3, Last: -1, MaxBytes: 1 << 40,
+		ExpectSHA256: "ab", MinFreeBytes: 7, DataLen: 12, Pattern: "x.*y", Glob: "*.go",
+		FilesOnly: true, MaxResults: 1000, DenyNames: []string{".env", "", "id_rsa*"},
+	}
+	fullFileDone = fileDoneMsg{
+		Size: 1 << 33, Lines: 42, Binary: true, SHA256: "deadbeef", Created: true, DataLen: 9,
+		Code: "not_found", Error: "no such file",
+	}
 	fullExit = exitMsg{
 		ExitCode: -1, TimedOut: true, Cancelled: true, Truncated: true, StdoutBytes: 1 << 33,
 		StderrBytes: 7, DurationNS: 1234567890123, Error: "chdir: no such file", ErrorKind: kindStart,
@@ -31,6 +40,18 @@ func TestMsgCodecRoundTrips(t *testing.T) {
 		got, err := decodeExitMsg(m.encode())
 		if err != nil || !reflect.DeepEqual(got, m) {
 			t.Errorf("exit %+v came back as %+v, %v", m, got, err)
+		}
+	}
+	for _, m := range []fileMsg{fullFile, {}, {Op: "resolve"}} {
+		got, err := decodeFileMsg(m.encode())
+		if err != nil || !reflect.DeepEqual(got, m) {
+			t.Errorf("file request %+v came back as %+v, %v", m, got, err)
+		}
+	}
+	for _, m := range []fileDoneMsg{fullFileDone, {}, {Size: 5}} {
+		got, err := decodeFileDoneMsg(m.encode())
+		if err != nil || got != m {
+			t.Errorf("file answer %+v came back as %+v, %v", m, got, err)
 		}
 	}
 	if n := len((exitMsg{}).encode()); n != 0 {
@@ -57,16 +78,29 @@ func TestMsgCodecRefuses(t *testing.T) {
 			t.Errorf("%s: start decode gave %v, want a malformed message", name, err)
 		}
 	}
-	if _, err := decodeExitMsg([]byte{'Z'}); !errors.Is(err, errMsgCodec) {
-		t.Errorf("exit with an unknown field: %v", err)
+	for name, decode := range map[string]func([]byte) error{
+		"exit":        func(b []byte) error { _, err := decodeExitMsg(b); return err },
+		"file":        func(b []byte) error { _, err := decodeFileMsg(b); return err },
+		"file answer": func(b []byte) error { _, err := decodeFileDoneMsg(b); return err },
+	} {
+		for what, b := range map[string][]byte{
+			"unknown field": {'Z'}, "twice": {tagSize, 2, tagSize, 2}, "cut": {tagSize},
+			"an int beyond 64 bits": {tagLines, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+		} {
+			if err := decode(b); !errors.Is(err, errMsgCodec) {
+				t.Errorf("%s, %s: %v, want a malformed message", name, what, err)
+			}
+		}
 	}
 }
 
-// FuzzStartMsg: no input panics the decoder or makes it allocate beyond the input's size,
+// FuzzStartMsg: for the start, exit and file messages, no input panics the decoder or makes it allocate beyond the input's size,
 // and what decodes encodes to something that decodes to the same.
 func FuzzStartMsg(f *testing.F) {
 	f.Add(fullStart.encode())
 	f.Add(fullExit.encode())
+	f.Add(fullFile.encode())
+	f.Add(fullFileDone.encode())
 	f.Add([]byte{tagEnv, 3, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if m, err := decodeStartMsg(b); err == nil {
@@ -77,6 +111,21 @@ func FuzzStartMsg(f *testing.F) {
 		}
 		if m, err := decodeExitMsg(b); err == nil {
 			again, err := decodeExitMsg(m.encode())
+			if err != nil || again != m {
+				t.Fatalf("%q decoded to %+v, which came back as %+v, %v", b, m, again, err)
+			}
+		}
+		if m, err := decodeFileMsg(b); err == nil {
+			again, err := decodeFileMsg(m.encode())
+			if len(m.DenyNames) == 0 {
+				m.DenyNames = nil
+			}
+			if err != nil || !reflect.DeepEqual(again, m) {
+				t.Fatalf("%q decoded to %+v, which came back as %+v, %v", b, m, again, err)
+			}
+		}
+		if m, err := decodeFileDoneMsg(b); err == nil {
+			again, err := decodeFileDoneMsg(m.encode())
 			if err != nil || again != m {
 				t.Fatalf("%q decoded to %+v, which came back as %+v, %v", b, m, again, err)
 			}
