@@ -17,7 +17,7 @@ type PathResolver interface {
 }
 
 // FileResolve asks a helper to resolve the paths in Data (NUL-separated) with
-// [ResolvePath]; the answer's Data is their JSON array.
+// [ResolvePaths]; the answer's Data is their [AppendResolved] form.
 const FileResolve = "resolve"
 
 // ResolvedPath is what resolving one path found, field for field what the path policy's

@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "74740d4ed4e60e23ea1763cd2caf8ca76dd29e5d481ac99aad0f6913eab8d923"
+const SourceFingerprint = "82d44b947f3d2912eea411bb0b311294c0e39e24eee50b366774c387a4924444"

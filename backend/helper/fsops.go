@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -418,9 +417,5 @@ func fileResolve(req backend.FileRequest) (backend.FileResult, error) {
 			return backend.FileResult{}, fileErr(backend.FileInvalid, "path %q is not absolute", p)
 		}
 	}
-	data, err := json.Marshal(backend.ResolvePaths(paths))
-	if err != nil {
-		return backend.FileResult{}, fileErr(backend.FileIO, "encode: %v", err)
-	}
-	return backend.FileResult{Data: data}, nil
+	return backend.FileResult{Data: backend.AppendResolved(nil, backend.ResolvePaths(paths))}, nil
 }

@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -39,8 +38,8 @@ func (e *Env) ResolvePaths(ctx context.Context, paths []string) ([]backend.Resol
 	if err != nil {
 		return nil, err
 	}
-	var out []backend.ResolvedPath
-	if err := json.Unmarshal(res.Data, &out); err != nil {
+	out, err := backend.DecodeResolved(res.Data)
+	if err != nil {
 		return nil, fmt.Errorf("local: resolve answer: %w", err)
 	}
 	if len(out) != len(paths) {
