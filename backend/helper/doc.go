@@ -6,8 +6,10 @@
 // the host's side: it multiplexes concurrent [Client.Exec] calls over one stream pair.
 //
 // The wire format is a sequence of frames, each a 4-byte big-endian length (of what follows),
-// a 1-byte type, a 4-byte request ID and a payload. Control messages (hello, start, exit) are
-// JSON; stdin and output chunks are raw bytes. Both sides open with a hello carrying
+// a 1-byte type, a 4-byte request ID and a payload. The messages every command and every file
+// operation carries (start, exit, file request and answer) are in a small binary form of their
+// own (msgcodec.go), the rest of the control messages (hello, owner, tunnel) JSON; stdin,
+// output and file data are raw bytes. Both sides open with a hello carrying
 // [ProtocolVersion] and refuse a peer that speaks another. A start whose environment is the
 // previous start's carries none and says so (same_env): a backend sends one environment for
 // a whole session, and each side would otherwise encode and decode it for every command.

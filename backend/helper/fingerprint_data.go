@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "82d44b947f3d2912eea411bb0b311294c0e39e24eee50b366774c387a4924444"
+const SourceFingerprint = "6705f0d222cc080fd98566cd0c5a19fc92386f5aed9af31b7c84575b962f0bff"
