@@ -17,7 +17,7 @@ type PathResolver interface {
 }
 
 // FileResolve asks a helper to resolve the paths in Data (NUL-separated) with
-// [ResolvePaths]; the answer's Data is their [AppendResolved] form.
+// [ResolvePaths]; the answer's Data is their encoded form (helper.DecodeResolved reads it).
 const FileResolve = "resolve"
 
 // ResolvedPath is what resolving one path found, field for field what the path policy's

@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "6705f0d222cc080fd98566cd0c5a19fc92386f5aed9af31b7c84575b962f0bff"
+const SourceFingerprint = "e75dc2e09d24e6ddc4aed43907ad30639584be6cda3259d0da49958aebce6be6"

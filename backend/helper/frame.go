@@ -12,8 +12,7 @@ import (
 // version is refused: the helper binary and the host must come from the same build family.
 // (2: file-op frames; 3: live output frames; 4: owner frames; 5: tunnel frames; 6: a start
 // that reuses the previous start's environment; 7: start and exit messages in binary,
-// msgcodec.go; 8: file requests and answers in binary too, and the resolve answer,
-// backend.AppendResolved.)
+// msgcodec.go; 8: file requests and answers in binary too, and the resolve answer.)
 const ProtocolVersion = 8
 
 // MaxPayload bounds one frame's payload. Larger data is split into several frames.

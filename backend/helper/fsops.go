@@ -417,5 +417,5 @@ func fileResolve(req backend.FileRequest) (backend.FileResult, error) {
 			return backend.FileResult{}, fileErr(backend.FileInvalid, "path %q is not absolute", p)
 		}
 	}
-	return backend.FileResult{Data: backend.AppendResolved(nil, backend.ResolvePaths(paths))}, nil
+	return backend.FileResult{Data: encodeResolved(backend.ResolvePaths(paths))}, nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/airlock-dev/airlock/backend"
 )
 
 var (
@@ -20,6 +22,13 @@ var (
 	fullFileDone = fileDoneMsg{
 		Size: 1 << 33, Lines: 42, Binary: true, SHA256: "deadbeef", Created: true, DataLen: 9,
 		Code: "not_found", Error: "no such file",
+	}
+	resolvedSample = []backend.ResolvedPath{
+		{Real: "/w/a b.txt", Exists: true, Kind: "f", Links: 1, Size: 1 << 33},
+		{Real: "/w/dir", Exists: true, Kind: "d", Link: true, ViaLink: true, Links: 3},
+		{Real: "/w/missing/x", DotDot: true, Loop: true, Size: -1},
+		{Real: "/dev/null", Exists: true, Kind: "o"},
+		{},
 	}
 	fullExit = exitMsg{
 		ExitCode: -1, TimedOut: true, Cancelled: true, Truncated: true, StdoutBytes: 1 << 33,
@@ -54,6 +63,12 @@ func TestMsgCodecRoundTrips(t *testing.T) {
 			t.Errorf("file answer %+v came back as %+v, %v", m, got, err)
 		}
 	}
+	if got, err := DecodeResolved(encodeResolved(resolvedSample)); err != nil || !reflect.DeepEqual(got, resolvedSample) {
+		t.Errorf("resolved paths came back as %+v, %v", got, err)
+	}
+	if got, err := DecodeResolved(encodeResolved(nil)); err != nil || len(got) != 0 {
+		t.Errorf("an empty resolve answer came back as %+v, %v", got, err)
+	}
 	if n := len((exitMsg{}).encode()); n != 0 {
 		t.Errorf("an exit of zero values is %d bytes, want 0", n)
 	}
@@ -78,6 +93,24 @@ func TestMsgCodecRefuses(t *testing.T) {
 			t.Errorf("%s: start decode gave %v, want a malformed message", name, err)
 		}
 	}
+	whole := encodeResolved(resolvedSample)
+	for i := 0; i < len(whole); i++ {
+		if _, err := DecodeResolved(whole[:i]); !errors.Is(err, errMsgCodec) {
+			t.Errorf("a resolve answer cut at %d of %d: %v, want a malformed message", i, len(whole), err)
+		}
+	}
+	one := encodeResolved([]backend.ResolvedPath{{Real: "/a", Kind: "f"}})
+	for name, b := range map[string][]byte{
+		"trailing bytes": append(append([]byte(nil), one...), 0),
+		"count too big":  {0xff, 0xff, 0x03, 0},
+		"unknown kind":   {1, 3, tagKind, 1, 'x'},
+		"unknown field":  {1, 1, 'Z'},
+		"json":           []byte(`[{"real":"/a"}]`),
+	} {
+		if _, err := DecodeResolved(b); !errors.Is(err, errMsgCodec) {
+			t.Errorf("resolve answer, %s: %v, want a malformed message", name, err)
+		}
+	}
 	for name, decode := range map[string]func([]byte) error{
 		"exit":        func(b []byte) error { _, err := decodeExitMsg(b); return err },
 		"file":        func(b []byte) error { _, err := decodeFileMsg(b); return err },
@@ -94,13 +127,15 @@ func TestMsgCodecRefuses(t *testing.T) {
 	}
 }
 
-// FuzzStartMsg: for the start, exit and file messages, no input panics the decoder or makes it allocate beyond the input's size,
-// and what decodes encodes to something that decodes to the same.
+// FuzzStartMsg: for the start, exit and file messages and the resolve answer, no input panics
+// the decoder or makes it allocate beyond the input's size, and what decodes encodes to
+// something that decodes to the same.
 func FuzzStartMsg(f *testing.F) {
 	f.Add(fullStart.encode())
 	f.Add(fullExit.encode())
 	f.Add(fullFile.encode())
 	f.Add(fullFileDone.encode())
+	f.Add(encodeResolved(resolvedSample))
 	f.Add([]byte{tagEnv, 3, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if m, err := decodeStartMsg(b); err == nil {
@@ -122,6 +157,12 @@ func FuzzStartMsg(f *testing.F) {
 			}
 			if err != nil || !reflect.DeepEqual(again, m) {
 				t.Fatalf("%q decoded to %+v, which came back as %+v, %v", b, m, again, err)
+			}
+		}
+		if rs, err := DecodeResolved(b); err == nil {
+			again, err := DecodeResolved(encodeResolved(rs))
+			if err != nil || !reflect.DeepEqual(again, rs) {
+				t.Fatalf("%q decoded to %+v, which came back as %+v, %v", b, rs, again, err)
 			}
 		}
 		if m, err := decodeFileDoneMsg(b); err == nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/helper"
 )
 
 var (
@@ -38,7 +39,7 @@ func (e *Env) ResolvePaths(ctx context.Context, paths []string) ([]backend.Resol
 	if err != nil {
 		return nil, err
 	}
-	out, err := backend.DecodeResolved(res.Data)
+	out, err := helper.DecodeResolved(res.Data)
 	if err != nil {
 		return nil, fmt.Errorf("local: resolve answer: %w", err)
 	}
