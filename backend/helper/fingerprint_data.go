@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "e75dc2e09d24e6ddc4aed43907ad30639584be6cda3259d0da49958aebce6be6"
+const SourceFingerprint = "c369a9e3f34edf92c8afbad62cd49245ce9414ee38089c4b3848df31b0a75d57"

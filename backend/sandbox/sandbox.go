@@ -87,10 +87,18 @@ type generation struct {
 	done    bool
 	started bool      // the spare workers were made
 	idle    []*worker // workers waiting for a job, none of them held
+	spawned int       // workers made, for tests
 }
 
 // worker is one restricted thread's goroutine; it takes jobs on a channel of its own, so a
 // worker that is held (see [Sandbox.Hold]) is never handed a job.
+//
+// The channel holds one job. A worker is listed idle before it is back at the channel (it
+// lists itself as it finishes a job, then loops; a spare one is listed while it still
+// restricts its thread), and whoever takes it from the list must be able to give it the job
+// at once: with an unbuffered channel a hand-over in that window failed, and a new thread
+// was restricted instead (a few hundred microseconds, and a thread more for good). The slot
+// is empty whenever the worker is listed idle: it is taken from the list once per job.
 type worker struct{ jobs chan job }
 
 // New builds the sandbox for p. Mode landlock on a kernel that cannot deliver it is an
@@ -361,9 +369,10 @@ func (s *Sandbox) Hold(fn func() error) (release func(), err error) {
 // could not be restricted, fn is called with why on a goroutine of its own instead, and must
 // start nothing. Unenforced, fn runs on a new goroutine with nil.
 //
-// Go takes only a worker already waiting for a job, so that it never waits for one to be
-// made (a few hundred microseconds), nor for a new generation to be planned when a stamp
-// changed: then it reports false and does nothing, and the caller takes Do's road. An error
+// Go takes only an idle worker, so that it never makes one (a few hundred microseconds), nor
+// waits for a new generation to be planned when a stamp changed: then it reports false and
+// does nothing, and the caller takes Do's road. (A spare worker still restricting its thread
+// when Warm made it is idle: fn runs once it is done, sooner than a new one would be.) An error
 // making the current generation is returned, and fn is not called.
 func (s *Sandbox) Go(fn func(restricted error)) (bool, error) {
 	if !s.Enforced() {
@@ -453,8 +462,9 @@ func (g *generation) lend(j job) bool {
 	return g.giveIdle(j) || g.spawnWith(j)
 }
 
-// giveIdle gives j to a worker of g waiting for a job; false when none is, or the one taken
-// is not yet at its job channel (still restricting its thread: it is left to that).
+// giveIdle gives j to an idle worker of g; false when none is. A worker listed idle that is
+// not yet back at its channel (finishing its last job, or a spare still restricting its
+// thread) takes j from its slot when it gets there.
 func (g *generation) giveIdle(j job) bool {
 	w := g.takeIdle()
 	if w == nil {
@@ -463,8 +473,7 @@ func (g *generation) giveIdle(j job) bool {
 	select {
 	case w.jobs <- j:
 		return true
-	default:
-		g.put(w)
+	default: // its slot is full: not idle after all (a bug); leave it out of the list
 		return false
 	}
 }
@@ -543,7 +552,8 @@ func (g *generation) put(w *worker) {
 // spawnLocked starts a worker of this generation, with first as its first job when not nil;
 // g.mu is held and g is not retired.
 func (g *generation) spawnLocked(first *job) *worker {
-	w := &worker{jobs: make(chan job)}
+	w := &worker{jobs: make(chan job, 1)}
+	g.spawned++
 	g.workers.Add(1)
 	go g.worker(w, first)
 	return w
@@ -561,6 +571,10 @@ func (g *generation) spawnWith(j job) bool {
 	g.spawnLocked(&j)
 	return true
 }
+
+// afterPut, when set (by tests), runs on a worker between listing itself idle and going back
+// to its channel: it widens the window in which a hand-over finds it there.
+var afterPut func()
 
 // spareThreads is how many restricted threads are made before the first command.
 const spareThreads = 2
@@ -611,7 +625,14 @@ func (g *generation) worker(w *worker, first *job) {
 			select {
 			case j = <-w.jobs:
 			case <-g.retired:
-				return
+				// A job given before the retirement is still run: its giver
+				// does not wait for a refusal. A lent function asks Current,
+				// and a held one was handed over before the rules changed.
+				select {
+				case j = <-w.jobs:
+				default:
+					return
+				}
 			}
 		}
 		if !g.run(w, j, err) {
@@ -636,6 +657,9 @@ func (g *generation) run(w *worker, j job, err error) bool {
 		// of its own, rather than leave what fn was doing half done.
 		j.lent(&Worker{s: g.owner, g: g}, nil)
 		g.put(w)
+		if f := afterPut; f != nil {
+			f()
+		}
 	default:
 		j.done <- result{err: runJob(j.fn), ran: true}
 	}

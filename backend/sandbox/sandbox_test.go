@@ -505,3 +505,46 @@ func TestLendAcrossAStampChange(t *testing.T) {
 		t.Errorf("the current worker could not read the replaced file: %v %q", a.err, a.read)
 	}
 }
+
+// TestLendToAWorkerComingBack: a worker lists itself idle as it finishes a lent function,
+// before it is back at its channel. A function lent in that window goes to that worker, which
+// runs it once back, and no new thread is restricted for it: handing over failed there, and
+// every such failure made a thread more, for good.
+func TestLendToAWorkerComingBack(t *testing.T) {
+	f := newFixture(t, sandbox.Network{})
+	listed, release := make(chan struct{}), make(chan struct{})
+	restore := sandbox.SetAfterPut(func() {
+		listed <- struct{}{}
+		<-release
+	})
+	defer restore()
+	ran := make(chan int, 1)
+	fn := func(w *sandbox.Worker, restricted error) {
+		if w == nil {
+			t.Errorf("no restricted thread: %v", restricted)
+		}
+		ran <- unix.Gettid()
+	}
+	lend := func() {
+		t.Helper()
+		if err := f.sb.Lend(fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const rounds = 20
+	for i := 0; i < rounds; i++ {
+		lend()
+		first := <-ran
+		<-listed // the worker is listed idle and not yet back at its channel
+		lend()
+		release <- struct{}{}
+		if second := <-ran; second != first {
+			t.Fatalf("round %d: lent while thread %d came back, ran on thread %d", i, first, second)
+		}
+		<-listed
+		release <- struct{}{}
+	}
+	if n := f.sb.Spawned(); n != 1 {
+		t.Fatalf("%d workers made for %d functions lent one after another; want 1", n, 2*rounds)
+	}
+}
