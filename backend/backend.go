@@ -112,7 +112,7 @@ type Result struct {
 type Description struct {
 	// Kind is the backend's name: "local", "docker", "ssh".
 	Kind string
-	// Mode is how commands are started, for backends with more than one way ("agent",
+	// Mode is how commands are started, for backends with more than one way ("helper",
 	// "exec", "session").
 	Mode string
 	// Workspace is the absolute path, as the environment sees it, that relative paths start

@@ -88,3 +88,43 @@ func sessionStartReport(t *testing.T, out string, n int) startReport {
 	}
 	return r
 }
+
+// TestBenchLocalParts: `airlock bench --parts` times, beside the commands and the raw
+// fork/exec, a round trip to the helper with nothing run (a read of a missing file, answered
+// not_found), and every bench says what host timed it, so that a figure from another host
+// can be split into the message's cost and the command's start.
+func TestBenchLocalParts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out, errOut, code := run(t, dir, "", []string{"XDG_STATE_HOME=" + t.TempDir()}, "bench", "--backend", "local", "--n", "5", "--parts", "--json")
+	if code != 0 {
+		t.Fatalf("bench --parts: %d %s", code, errOut)
+	}
+	var r struct {
+		Mode      string  `json:"mode"`
+		P50       float64 `json:"p50_ms"`
+		RawP50    float64 `json:"raw_p50_ms"`
+		RoundTrip *struct {
+			Name string  `json:"name"`
+			P50  float64 `json:"p50_ms"`
+			P99  float64 `json:"p99_ms"`
+		} `json:"round_trip"`
+		Host struct {
+			CPUs   int    `json:"cpus"`
+			Procs  int    `json:"gomaxprocs"`
+			Kernel string `json:"kernel"`
+		} `json:"host"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("bench output %q: %v", out, err)
+	}
+	switch {
+	case r.RoundTrip == nil || r.RoundTrip.P50 <= 0 || r.RoundTrip.P99 < r.RoundTrip.P50 || !strings.Contains(r.RoundTrip.Name, "missing file"):
+		t.Fatalf("no round trip timed: %s", out)
+	case r.Host.CPUs < 1 || r.Host.Procs < 1 || r.Host.Kernel == "":
+		t.Errorf("no host in the figures: %s", out)
+	case r.P50 <= 0 || r.RawP50 <= 0:
+		t.Errorf("no commands timed beside the round trip: %s", out)
+	}
+	t.Logf("%s: command p50 %.3f ms, raw %.3f ms, round trip %.3f ms", r.Mode, r.P50, r.RawP50, r.RoundTrip.P50)
+}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 	"os/signal"
+	"path"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -42,6 +44,44 @@ type benchResult struct {
 	// Notes are the environment's own (Describe): above all, why it fell back from a faster
 	// mode.
 	Notes []string `json:"notes,omitempty"`
+	// RoundTrip (--parts) is a file read of a missing file through the environment, timed
+	// interleaved with the commands: a message to where commands start (the helper) and
+	// back with one failed open in between. A command's share beyond the raw fork/exec is
+	// this plus what starting it costs there.
+	RoundTrip *benchSeries `json:"round_trip,omitempty"`
+	// Host is what this host is, for figures from another one.
+	Host benchHost `json:"host"`
+}
+
+// benchSeries is one more timed series and what it is.
+type benchSeries struct {
+	Name string  `json:"name"`
+	P50  float64 `json:"p50_ms"`
+	P90  float64 `json:"p90_ms"`
+	P99  float64 `json:"p99_ms"`
+}
+
+// benchHost is what the host that timed is: its processors and kernel.
+type benchHost struct {
+	CPUs   int    `json:"cpus"`
+	Procs  int    `json:"gomaxprocs"`
+	Kernel string `json:"kernel"`
+}
+
+func hostOf() benchHost {
+	h := benchHost{CPUs: runtime.NumCPU(), Procs: runtime.GOMAXPROCS(0)}
+	var u syscall.Utsname
+	if syscall.Uname(&u) == nil {
+		b := make([]byte, 0, len(u.Release))
+		for _, c := range u.Release {
+			if c == 0 {
+				break
+			}
+			b = append(b, byte(c))
+		}
+		h.Kernel = string(b)
+	}
+	return h
 }
 
 // benchOpts are bench's flags.
@@ -49,7 +89,7 @@ type benchOpts struct {
 	kind, mode, configFile                   string
 	n, idle, burst, pool                     int
 	asJSON, baseline, coldExec, sessionStart bool
-	readBatch                                bool
+	readBatch, parts                         bool
 }
 
 // parseBenchFlags reads bench's flags and checks their ranges; done says bench should end
@@ -66,6 +106,7 @@ func parseBenchFlags(args []string, s stdio) (o benchOpts, code int, done bool) 
 	fs.BoolVar(&o.coldExec, "cold-exec", false, "time airlock exec -- true as a new process instead (the config's backend; --n defaults to 20)")
 	fs.BoolVar(&o.sessionStart, "session-start", false, "time session open plus first command instead: cold, from a warm pool, and the backend's raw alternative, sequential and in bursts (--n defaults to 20)")
 	fs.BoolVar(&o.readBatch, "read-batch", false, fmt.Sprintf("time one batch of --n read_file calls (default %d) through airlock call as a new process in a temporary workspace of %d files instead: its wall time and peak RSS, beside os.ReadFile of the same files in a loop", readBatchDefaultN, readBatchFiles))
+	fs.BoolVar(&o.parts, "parts", false, "also time, interleaved, a round trip to where commands start (a file read of a missing file), to split a command's share beyond the raw fork/exec")
 	fs.IntVar(&o.burst, "burst", 10, "with --session-start: sessions opened at once in a burst")
 	fs.IntVar(&o.pool, "pool", 0, fmt.Sprintf("with --session-start: warm pool size, 1 to %d (default: --burst)", backend.MaxWarmPool))
 	if code, done := parseFlags(fs, args); done {
@@ -155,7 +196,13 @@ func runBench(args []string, s stdio) int {
 		fmt.Fprintf(s.err, "airlock bench: asked for mode %q, running in %q: %s\n", o.mode, d.Mode, strings.Join(d.Notes, "; "))
 	}
 
-	times, rawTimes, err := timeCommands(ctx, env, o.n)
+	var probe func(context.Context) error
+	if o.parts {
+		if probe = fileProbe(env); probe == nil {
+			return fail(s, fmt.Errorf("--parts: the %s environment has no file operations to time", d.Kind))
+		}
+	}
+	t, err := timeCommands(ctx, env, o.n, probe)
 	if err != nil {
 		return fail(s, err)
 	}
@@ -164,7 +211,11 @@ func runBench(args []string, s stdio) int {
 		rawName += " + a round trip to the host"
 	}
 	r := benchResult{Backend: d.Kind, Mode: d.Mode, N: o.n, Idle: o.idle, Notes: d.Notes,
-		againstRaw: againstRawOf(times, rawTimes, rawName)}
+		againstRaw: againstRawOf(t.cmd, t.raw, rawName), Host: hostOf()}
+	if probe != nil {
+		r.RoundTrip = &benchSeries{Name: "read of a missing file through the environment",
+			P50: percentile(t.probe, 50), P90: percentile(t.probe, 90), P99: percentile(t.probe, 99)}
+	}
 	if o.baseline {
 		r.Baseline = timeBaseline(ctx, env, o.n)
 	}
@@ -177,48 +228,88 @@ func runBench(args []string, s stdio) int {
 	return 0
 }
 
+// timed are timeCommands' series, each sorted.
+type timed struct{ cmd, raw, probe []float64 }
+
 // timeCommands times n runs of the command a terminal call runs (`true`, through the
-// environment's shell) after a warm-up, sorted. Where there is a raw alternative — a
-// fork/exec of the same shell command on this host, plus a round trip to the host for a
-// remote environment — it is timed interleaved with them, so that whatever else the machine
-// does weighs on both alike; rawTimes is nil where there is none.
-func timeCommands(ctx context.Context, env backend.Environment, n int) (times, rawTimes []float64, err error) {
+// environment's shell) after a warm-up. Where there is a raw alternative — a fork/exec of the
+// same shell command on this host, plus a round trip to the host for a remote environment —
+// it is timed interleaved with them, so that whatever else the machine does weighs on both
+// alike; raw is nil where there is none. probe, when not nil, is timed interleaved too.
+func timeCommands(ctx context.Context, env backend.Environment, n int, probe func(context.Context) error) (t timed, err error) {
 	req := backend.Request{Command: "true"}
 	if _, err := env.Exec(ctx, req); err != nil { // warm-up: first-use costs are not the round trip
-		return nil, nil, err
+		return t, err
 	}
 	rt, _ := env.(roundTripper)
 	raw := env.Describe().Kind == "local" || rt != nil
-	times = make([]float64, 0, n)
+	t.cmd = make([]float64, 0, n)
 	for range n {
 		start := time.Now()
 		res, err := env.Exec(ctx, req)
 		if err != nil {
-			return nil, nil, err
+			return t, err
 		}
 		if res.ExitCode != 0 {
-			return nil, nil, fmt.Errorf("true exited %d: %s", res.ExitCode, res.Stderr)
+			return t, fmt.Errorf("true exited %d: %s", res.ExitCode, res.Stderr)
 		}
-		times = append(times, ms(time.Since(start)))
+		t.cmd = append(t.cmd, ms(time.Since(start)))
+		if probe != nil {
+			start := time.Now()
+			if err := probe(ctx); err != nil {
+				return t, err
+			}
+			t.probe = append(t.probe, ms(time.Since(start)))
+		}
 		if !raw {
 			continue
 		}
-		took, err := procgroup.TimeForkExec()
+		took, err := rawRun(ctx, rt)
 		if err != nil {
-			return nil, nil, fmt.Errorf("raw fork/exec: %w", err)
+			return t, err
 		}
-		if rt != nil {
-			start := time.Now()
-			if err := rt.RoundTrip(ctx); err != nil {
-				return nil, nil, err
-			}
-			took += time.Since(start)
-		}
-		rawTimes = append(rawTimes, ms(took))
+		t.raw = append(t.raw, ms(took))
 	}
-	sort.Float64s(times)
-	sort.Float64s(rawTimes)
-	return times, rawTimes, nil
+	for _, s := range [][]float64{t.cmd, t.raw, t.probe} {
+		sort.Float64s(s)
+	}
+	return t, nil
+}
+
+// rawRun times the raw alternative once: a fork/exec of sh -c true, and a round trip to
+// the host when rt is not nil.
+func rawRun(ctx context.Context, rt roundTripper) (time.Duration, error) {
+	took, err := procgroup.TimeForkExec()
+	if err != nil {
+		return 0, fmt.Errorf("raw fork/exec: %w", err)
+	}
+	if rt != nil {
+		start := time.Now()
+		if err := rt.RoundTrip(ctx); err != nil {
+			return 0, err
+		}
+		took += time.Since(start)
+	}
+	return took, nil
+}
+
+// fileProbe is a read of a missing file beneath the workspace through env's file
+// operations, answered not_found; nil when env has none.
+func fileProbe(env backend.Environment) func(context.Context) error {
+	ops, ok := env.(backend.FileOps)
+	if !ok {
+		return nil
+	}
+	ws := env.Describe().Workspace
+	req := backend.FileRequest{Op: backend.FileRead, Root: ws, Path: path.Join(ws, ".airlock-bench-absent"), MaxBytes: 1}
+	return func(ctx context.Context) error {
+		_, err := ops.FileOp(ctx, req)
+		var fe *backend.FileError
+		if errors.As(err, &fe) && fe.Code == backend.FileNotFound {
+			return nil
+		}
+		return fmt.Errorf("--parts: a read of missing %s: want not_found, got %v", req.Path, err)
+	}
 }
 
 // printBench prints r for a person.
@@ -229,6 +320,9 @@ func printBench(s stdio, r benchResult) {
 	}
 	fmt.Fprintf(s.out, "%s (%s), %d runs of sh -c true%s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms\n", r.Backend, r.Mode, r.N, idleNote, r.P50, r.P90, r.P99)
 	r.printRaw(s)
+	if t := r.RoundTrip; t != nil {
+		fmt.Fprintf(s.out, "  same run, %s: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms\n", t.Name, t.P50, t.P90, t.P99)
+	}
 	if b := r.Baseline; b != nil && b.Error != "" {
 		fmt.Fprintf(s.out, "  same run, %s: not timed: %s\n", b.Name, b.Error)
 	} else if b != nil {
