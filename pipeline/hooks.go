@@ -88,8 +88,15 @@ type Block struct {
 	Retryable bool
 }
 
-// PostHook observes a finished call. It cannot change the result.
+// PostHook observes a finished call. It cannot change the result: it gets a deep copy.
 type PostHook interface {
 	Name() string
 	After(ctx context.Context, req *Request, res Result)
+}
+
+// Observer is a PostHook that looks only at some tools' calls: the pipeline copies a result
+// for it, and calls it, only when Observes(tool) is true. A PostHook that is not an Observer
+// sees every call.
+type Observer interface {
+	Observes(tool string) bool
 }

@@ -165,7 +165,10 @@ type flight struct {
 	queue bool
 	// durable waits until the completed line is durable (see AsyncLedger); nil once waited.
 	durable func() error
-	mu      sync.Mutex
+	// dataJSON is the JSON of the result's data as the output check encoded it, nil when
+	// it was not checked.
+	dataJSON []byte
+	mu       sync.Mutex
 }
 
 // RunBatch runs a model's calls: each is decided in input order, then the allowed ones run
@@ -496,15 +499,23 @@ func (p *Pipeline) execute(ctx context.Context, f *flight, stop *ledgerStop) {
 	case out == nil:
 		out = &tool.Output{}
 	}
+	p.takeOutput(f, out, elapsed, log)
+}
+
+// takeOutput checks a handler's output against the tool's output schema and makes it the
+// call's result. The data's JSON, encoded for the check, is kept for the post-hooks.
+func (p *Pipeline) takeOutput(f *flight, out *tool.Output, elapsed time.Duration, log hclog.Logger) {
 	// A failure that carries no data has nothing to check against the output schema.
 	if out.Status == tool.StatusOK || out.Data != nil {
-		if vs := f.tool.ValidateOutput(out.Data); len(vs) > 0 {
+		raw, vs := f.tool.CheckOutput(out.Data)
+		if len(vs) > 0 {
 			log.Error("output failed its schema", "error", vs.Error())
 			r := p.finish(f, StatusFailed, CodeOutputValidation, "the tool's output broke its schema: "+vs.Error(), receipt.Executed)
 			r.Metadata.DurationMS = elapsed.Milliseconds()
 			r.Metadata.ExitCode = out.ExitCode
 			return
 		}
+		f.dataJSON = raw
 	}
 	status, code, outcome := StatusOK, out.ErrorCode, receipt.Executed
 	switch out.Status {
@@ -655,15 +666,23 @@ func (p *Pipeline) complete(f *flight) {
 		p.completedFailed(f, err)
 	}
 	p.endCallSpan(f)
-	if len(p.opts.PostHooks) == 0 {
-		return
-	}
-	data, err := json.Marshal(f.result.Data)
-	if err != nil {
-		p.log.Error("post-hooks skipped: result not encodable", "call_id", f.call.ID, "error", err)
-		return
-	}
+	p.postHooks(f)
+}
+
+// postHooks lets each post-hook that observes the call look at a deep copy of its result.
+func (p *Pipeline) postHooks(f *flight) {
+	var data []byte
 	for _, h := range p.opts.PostHooks {
+		if o, ok := h.(Observer); ok && !o.Observes(f.call.Name) {
+			continue
+		}
+		if data == nil {
+			var err error
+			if data, err = p.resultJSON(f); err != nil {
+				p.log.Error("post-hooks skipped: result not encodable", "call_id", f.call.ID, "error", err)
+				return
+			}
+		}
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
@@ -673,6 +692,15 @@ func (p *Pipeline) complete(f *flight) {
 			h.After(context.Background(), f.req, f.result.clone(data))
 		}()
 	}
+}
+
+// resultJSON is the JSON of the result's data: the output check's encoding when the data
+// is still what was checked.
+func (p *Pipeline) resultJSON(f *flight) ([]byte, error) {
+	if f.dataJSON != nil && f.result.Status == StatusOK {
+		return f.dataJSON, nil
+	}
+	return json.Marshal(f.result.Data)
 }
 
 // clone returns a deep copy of r for a post-hook, with data, the JSON of r.Data, decoded

@@ -285,6 +285,34 @@ func TestPostHookObservesOnly(t *testing.T) {
 	}
 }
 
+// touchOnly is a post-hook that observes only touch calls.
+type touchOnly struct{ postHook }
+
+func (touchOnly) Observes(tool string) bool { return tool == "touch" }
+
+// TestPostHookObservesItsTools: a post-hook that says which tools it observes (Observer) is
+// called for those calls only, with the result's data decoded afresh; one that does not say
+// sees every call.
+func TestPostHookObservesItsTools(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var some, all []pipeline.Result
+	res := f.run(t, func(o *pipeline.Options) {
+		o.PostHooks = []pipeline.PostHook{touchOnly{postHook{&some}}, postHook{&all}}
+	}, pipeline.Call{ID: "t", Name: "terminal", Arguments: json.RawMessage(`{"command":"exit 3"}`)}, touch("a"))
+	if len(all) != 2 || len(some) != 1 || some[0].CallID != "c-a" {
+		t.Fatalf("observer of touch saw %d results, the other %d; want 1 (c-a) and 2", len(some), len(all))
+	}
+	for _, r := range all {
+		if r.CallID != "t" {
+			continue
+		}
+		if d, ok := r.Data.(map[string]any); !ok || d["exit_code"] != float64(3) || res[0].Status != pipeline.StatusOK {
+			t.Errorf("a post-hook saw data %#v (%T), want the result's decoded as a client would", r.Data, r.Data)
+		}
+	}
+}
+
 func TestDenialBudget(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

@@ -32,6 +32,7 @@ type StaleCheck struct {
 var (
 	_ pipeline.PreHook  = (*StaleCheck)(nil)
 	_ pipeline.PostHook = (*StaleCheck)(nil)
+	_ pipeline.Observer = (*StaleCheck)(nil)
 )
 
 // Name names the hook in receipts.
@@ -87,6 +88,9 @@ func (g *StaleCheck) Before(ctx context.Context, req *pipeline.Request) (*pipeli
 			"read it again and redo the change, or pass \"force\": true to overwrite", p, now),
 	}, nil
 }
+
+// Observes reports whether After looks at the tool's calls: the readers' and the writers'.
+func (g *StaleCheck) Observes(tool string) bool { return has(g.Readers, tool) || has(g.Writers, tool) }
 
 // After records the hash of what a successful read or write left at its path.
 func (g *StaleCheck) After(ctx context.Context, req *pipeline.Request, res pipeline.Result) {

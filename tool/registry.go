@@ -87,21 +87,28 @@ func (t *Tool) ValidateInput(args json.RawMessage) schema.Violations {
 // ValidateOutput checks a handler's Data under "output". A tool without an output schema
 // accepts only nil Data.
 func (t *Tool) ValidateOutput(data any) schema.Violations {
+	_, vs := t.CheckOutput(data)
+	return vs
+}
+
+// CheckOutput is ValidateOutput that also returns the data's JSON as checked (nil when the
+// tool has no output schema, or the data could not be encoded).
+func (t *Tool) CheckOutput(data any) ([]byte, schema.Violations) {
 	c, err := t.schemas()
 	if err != nil {
-		return schema.Violations{{Path: "output", Message: err.Error()}}
+		return nil, schema.Violations{{Path: "output", Message: err.Error()}}
 	}
 	if c.output == nil {
 		if data != nil {
-			return schema.Violations{{Path: "output", Message: "tool declares no output schema but returned data"}}
+			return nil, schema.Violations{{Path: "output", Message: "tool declares no output schema but returned data"}}
 		}
-		return nil
+		return nil, nil
 	}
 	raw, err := json.Marshal(data)
 	if err != nil {
-		return schema.Violations{{Path: "output", Message: "not encodable as JSON: " + err.Error()}}
+		return nil, schema.Violations{{Path: "output", Message: "not encodable as JSON: " + err.Error()}}
 	}
-	return c.output.ValidateJSON("output", raw)
+	return raw, c.output.ValidateJSON("output", raw)
 }
 
 // Registry holds the tools a pipeline can run. It is safe for concurrent use.
