@@ -1,6 +1,7 @@
 package helper
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/backend"
 )
@@ -284,4 +287,57 @@ func TestFileSwapRace(t *testing.T) {
 			t.Fatalf("%d of %d operations returned the outside file", leaks, 2*n)
 		}
 	})
+}
+
+// TestReadLimitedFileThatGrew: a file read whole is read to its end, not to the size fstat
+// gave when it was opened: one that grew meanwhile is read in full up to the limit, and
+// refused past it; one that shrank gives what is left.
+func TestReadLimitedFileThatGrew(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	open := func() (*regular, unix.Stat_t) {
+		t.Helper()
+		dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(dfd)
+		f, st, err := openRegular(dfd, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f, st
+	}
+	grow := func(b []byte) {
+		t.Helper()
+		fh, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		if _, err := fh.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, st := open()
+	grow(bytes.Repeat([]byte("x"), 5000))
+	if data, err := readLimited(f, st, 1<<20, "f"); err != nil || len(data) != 5010 || string(data[:10]) != "0123456789" {
+		t.Errorf("a file that grew from 10 to 5010 bytes: %d bytes read, %v", len(data), err)
+	}
+	f, st = open()
+	grow([]byte("y"))
+	if _, err := readLimited(f, st, 5010, "f"); !isCode(err, backend.FileTooLarge) {
+		t.Errorf("a file that grew past the limit: %v, want too_large", err)
+	}
+	f, st = open()
+	if err := os.Truncate(p, 3); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := readLimited(f, st, 1<<20, "f"); err != nil || string(data) != "012" {
+		t.Errorf("a file that shrank to 3 bytes: %q, %v", data, err)
+	}
 }

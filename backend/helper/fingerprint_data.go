@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "c369a9e3f34edf92c8afbad62cd49245ce9414ee38089c4b3848df31b0a75d57"
+const SourceFingerprint = "8de216916729b0363d989fdc30928f5751c5e5ea13b43ecb4d35ea2c9ddf3f82"

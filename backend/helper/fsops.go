@@ -12,6 +12,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -19,11 +20,13 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 )
 
-// The helper's file operations. Every path is opened by descriptor: the root with openat2
-// from "/", the file's directory beneath the root, the file beneath its directory, each with
-// RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, so that a symbolic link in
-// any component, planted before or during the call, makes the open fail instead of leading
-// elsewhere. Where the kernel has no openat2 (before Linux 5.6) the same walk is done one
+// The helper's file operations. Every path is opened by descriptor: the file's directory
+// with openat2 from "/" (the root, when a missing directory is made, then each directory
+// below it from its parent), the file beneath its directory, each with RESOLVE_BENEATH |
+// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, so that a symbolic link in any component,
+// planted before or during the call, makes the open fail instead of leading elsewhere. The
+// paths are clean and absolute, so with no link followed and no ".." in them, the directory
+// reached from "/" is the one reached from the root beneath it. Where the kernel has no openat2 (before Linux 5.6) the same walk is done one
 // component at a time with openat and O_NOFOLLOW, which refuses a link in every component
 // just as well. What is checked (fstat: a regular file, its size, its link count) is the
 // open file that is then read; a write goes to a temporary file created in the directory's
@@ -145,30 +148,25 @@ func openDir(root, p string, create bool) (int, string, error) {
 	if !path.IsAbs(root) || path.Clean(root) != root || !backend.Within(root, p) || root == p {
 		return -1, "", fileErr(backend.FileInvalid, "path %q does not lie beneath root %q", p, root)
 	}
-	slash, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	slash, err := slashFD()
 	if err != nil {
 		return -1, "", mapErrno(err, "/")
 	}
-	rfd, err := openBeneath(slash, strings.TrimPrefix(root, "/"), unix.O_PATH|unix.O_DIRECTORY, 0)
-	unix.Close(slash)
-	if err != nil {
-		return -1, "", mapErrno(err, root)
-	}
-	defer unix.Close(rfd)
 	dir, base := path.Split(p)
-	rel := strings.Trim(strings.TrimPrefix(path.Clean(dir), root), "/")
-	dfd, err := openBeneath(rfd, rel, unix.O_PATH|unix.O_DIRECTORY, 0)
+	dir = path.Clean(dir)
+	dfd, err := openBeneath(slash, strings.TrimPrefix(dir, "/"), unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err == nil {
 		return dfd, base, nil
 	}
 	if !create || !errors.Is(err, unix.ENOENT) {
-		return -1, "", mapErrno(err, path.Clean(dir))
+		return -1, "", mapErrno(err, dir)
 	}
 	// Make what is missing, one component at a time from the root's descriptor.
-	cur, err := unix.Dup(rfd)
+	cur, err := openBeneath(slash, strings.TrimPrefix(root, "/"), unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return -1, "", mapErrno(err, root)
 	}
+	rel := strings.Trim(strings.TrimPrefix(dir, root), "/")
 	for _, c := range strings.Split(rel, "/") {
 		next, err := openBeneath(cur, c, unix.O_PATH|unix.O_DIRECTORY, 0)
 		if errors.Is(err, unix.ENOENT) {
@@ -186,6 +184,12 @@ func openDir(root, p string, create bool) (int, string, error) {
 	}
 	return cur, base, nil
 }
+
+// slashFD is a descriptor of "/", opened once: the helper's root is made before it serves
+// (sandbox.Namespace.Enter) and does not change after.
+var slashFD = sync.OnceValues(func() (int, error) {
+	return unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+})
 
 // mkdirPrivate makes a directory with the umask's mode, never writable by others.
 func mkdirPrivate(dirfd int, name string) error {
@@ -210,7 +214,7 @@ func mkdirPrivate(dirfd int, name string) error {
 // openRegular opens name beneath dirfd for reading and checks the open file: a regular
 // file with one hard link. A FIFO or device is not waited on (O_NONBLOCK; the flag does
 // nothing to a regular file).
-func openRegular(dirfd int, name string) (*os.File, unix.Stat_t, error) {
+func openRegular(dirfd int, name string) (*regular, unix.Stat_t, error) {
 	var st unix.Stat_t
 	fd, err := openBeneath(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
@@ -228,7 +232,44 @@ func openRegular(dirfd int, name string) (*os.File, unix.Stat_t, error) {
 		unix.Close(fd)
 		return nil, st, fileErr(backend.FileHardLink, "%s: has %d hard links, whose other names may lie outside the allowed directories", name, st.Nlink)
 	}
-	return os.NewFile(uintptr(fd), name), st, nil
+	return &regular{fd: fd, name: name}, st, nil
+}
+
+// regular is an open regular file, read with read(2) on the calling thread. An *os.File
+// would cost two system calls more to make (it asks for the descriptor's flags and, finding
+// it non-blocking, offers it to the network poller, which refuses a regular file), and a
+// regular file's read never waits on anything a poller could.
+type regular struct {
+	fd   int
+	name string
+}
+
+func (r *regular) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		n, err := unix.Read(r.fd, p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, &os.PathError{Op: "read", Path: r.name, Err: err}
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// Close closes the descriptor once.
+func (r *regular) Close() error {
+	if r.fd < 0 {
+		return os.ErrClosed
+	}
+	err := unix.Close(r.fd)
+	r.fd = -1
+	return err
 }
 
 // fileWindow serves backend.FileWindow.
@@ -270,13 +311,26 @@ func fileRead(req backend.FileRequest) (backend.FileResult, error) {
 	return backend.FileResult{Data: data, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}, nil
 }
 
-func readLimited(f *os.File, st unix.Stat_t, max int64, name string) ([]byte, error) {
+func readLimited(f *regular, st unix.Stat_t, max int64, name string) ([]byte, error) {
 	if st.Size > max {
 		return nil, fileErr(backend.FileTooLarge, "the file is %d bytes, over the limit of %d", st.Size, max)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, mapErrno(err, name)
+	// Sized from the open file, with a byte to spare so that the read that finds its end
+	// needs no larger buffer; a file that grew meanwhile grows it, up to max+1 bytes.
+	data := make([]byte, 0, st.Size+1)
+	for int64(len(data)) <= max {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		free := data[len(data):min(int64(cap(data)), max+1)]
+		n, err := f.Read(free)
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, mapErrno(err, name)
+		}
 	}
 	if int64(len(data)) > max {
 		return nil, fileErr(backend.FileTooLarge, "the file is over the limit of %d bytes", max)
