@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -340,4 +341,30 @@ func TestReadLimitedFileThatGrew(t *testing.T) {
 	if data, err := readLimited(f, st, 1<<20, "f"); err != nil || string(data) != "012" {
 		t.Errorf("a file that shrank to 3 bytes: %q, %v", data, err)
 	}
+}
+
+// TestFileReadEitherSideOfSmallRead: a read and a window of a file just within smallRead
+// (answered on the reader) and just past it (read on a goroutine of its own, from the
+// descriptor the reader opened) give the whole file and its digest alike.
+func TestFileReadEitherSideOfSmallRead(t *testing.T) {
+	fileRoads(t, func(t *testing.T, c *Client) {
+		d := fileDir(t)
+		for _, size := range []int{smallRead, smallRead + 1} {
+			body := bytes.Repeat([]byte("x"), size)
+			for i := 99; i < size; i += 100 {
+				body[i] = '\n'
+			}
+			p := filepath.Join(d, fmt.Sprintf("f%d", size))
+			mustWrite(t, p, string(body))
+			sum := sha256.Sum256(body)
+			res, err := c.FileOp(ctxFor(t), backend.FileRequest{Op: backend.FileRead, Path: p, Root: d, MaxBytes: 1 << 20})
+			if err != nil || !bytes.Equal(res.Data, body) || res.SHA256 != hex.EncodeToString(sum[:]) {
+				t.Fatalf("read of %d bytes: %d bytes, %s, %v", size, len(res.Data), res.SHA256, err)
+			}
+			res, err = c.FileOp(ctxFor(t), backend.FileRequest{Op: backend.FileWindow, Path: p, Root: d, First: 2, Last: 2, MaxBytes: 1 << 20})
+			if err != nil || string(res.Data) != string(body[100:200]) || res.Lines != (size+99)/100 || res.Size != int64(size) || res.SHA256 != hex.EncodeToString(sum[:]) {
+				t.Fatalf("window of %d bytes: %q, %d lines, size %d, %v", size, res.Data, res.Lines, res.Size, err)
+			}
+		}
+	})
 }

@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "8de216916729b0363d989fdc30928f5751c5e5ea13b43ecb4d35ea2c9ddf3f82"
+const SourceFingerprint = "49b363a50454c00cb6ff53acca239627252a4f481786168f434669b9e0045f07"

@@ -274,36 +274,41 @@ func (r *regular) Close() error {
 
 // fileWindow serves backend.FileWindow.
 func fileWindow(req backend.FileRequest) (backend.FileResult, error) {
-	dfd, base, err := openDir(req.Root, req.Path, false)
-	if err != nil {
-		return backend.FileResult{}, err
-	}
-	defer unix.Close(dfd)
-	f, st, err := openRegular(dfd, base)
-	if err != nil {
-		return backend.FileResult{}, err
-	}
-	defer f.Close()
-	lines, err := backend.ReadLines(f, st.Size, req.First, req.Last, req.MaxBytes)
-	if err != nil {
-		return backend.FileResult{}, mapErrno(err, base)
-	}
-	return backend.FileResult{Size: st.Size, Binary: lines.Binary, Data: lines.Data, Lines: lines.Total, SHA256: lines.SHA256}, nil
+	f, st, err := openTarget(req)
+	return readOpened(req, f, st, err)
 }
 
 // fileRead serves backend.FileRead.
 func fileRead(req backend.FileRequest) (backend.FileResult, error) {
+	f, st, err := openTarget(req)
+	return readOpened(req, f, st, err)
+}
+
+// openTarget opens the regular file a read or a window reads.
+func openTarget(req backend.FileRequest) (*regular, unix.Stat_t, error) {
 	dfd, base, err := openDir(req.Root, req.Path, false)
 	if err != nil {
-		return backend.FileResult{}, err
+		return nil, unix.Stat_t{}, err
 	}
 	defer unix.Close(dfd)
-	f, st, err := openRegular(dfd, base)
+	return openRegular(dfd, base)
+}
+
+// readOpened ends a read or a window (req.Op) on the file openTarget opened, or with the
+// error it gave; it closes the file.
+func readOpened(req backend.FileRequest, f *regular, st unix.Stat_t, err error) (backend.FileResult, error) {
 	if err != nil {
 		return backend.FileResult{}, err
 	}
 	defer f.Close()
-	data, err := readLimited(f, st, req.MaxBytes, base)
+	if req.Op == backend.FileWindow {
+		lines, err := backend.ReadLines(f, st.Size, req.First, req.Last, req.MaxBytes)
+		if err != nil {
+			return backend.FileResult{}, mapErrno(err, f.name)
+		}
+		return backend.FileResult{Size: st.Size, Binary: lines.Binary, Data: lines.Data, Lines: lines.Total, SHA256: lines.SHA256}, nil
+	}
+	data, err := readLimited(f, st, req.MaxBytes, f.name)
 	if err != nil {
 		return backend.FileResult{}, err
 	}

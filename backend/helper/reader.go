@@ -31,6 +31,9 @@ import (
 //     the runtime's monitor took it back (up to 10 ms). That goroutine reads through the
 //     runtime's network poller, as every reader did before, until it hands a start to a
 //     restricted thread; then it lends the reading to another one and ends.
+//   - A goroutine reader (never a restricted one) opens the file of a read or a window
+//     itself, and answers it there when the file is small (startFile in files.go): a
+//     goroutine made for it cost more than the read.
 //
 // Elsewhere (no sandbox, commands as another user, a stream that is not a pipe or socket)
 // a goroutine reads, through the poller where it can.
@@ -139,7 +142,7 @@ func (s *server) readFrames() {
 	for {
 		f, err := s.next()
 		if err == nil {
-			err = s.handle(f)
+			err = s.handle(f, true)
 		}
 		if err != nil {
 			s.end(err)
@@ -166,7 +169,7 @@ func (s *server) readOnWorker(w *sandbox.Worker, _ error) {
 		return
 	}
 	if f.typ != frameStart {
-		s.handOff(s.handle(f))
+		s.handOff(s.handle(f, false))
 		return
 	}
 	p, m, err := s.accept(f)

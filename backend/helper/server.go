@@ -147,8 +147,9 @@ func (s *server) sendFrames(fs ...frame) error {
 }
 
 // handle dispatches one frame. It never blocks on a command, so one slow command cannot stall
-// the stream; only a broken protocol returns an error.
-func (s *server) handle(f frame) error {
+// the stream; only a broken protocol returns an error. onReader: it runs on a goroutine
+// reading the stream, not on a restricted thread (see startFile).
+func (s *server) handle(f frame, onReader bool) error {
 	s.mu.Lock()
 	p := s.procs[f.id]
 	s.mu.Unlock()
@@ -172,7 +173,7 @@ func (s *server) handle(f frame) error {
 			p.cancel()
 		}
 	case frameFile, frameFileData:
-		return s.handleFile(f)
+		return s.handleFile(f, onReader)
 	case frameOwner:
 		s.handleOwner(f)
 	case frameTunnelData, frameTunnelCredit, frameTunnelEOF, frameTunnelReset:
