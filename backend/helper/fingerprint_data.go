@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "49b363a50454c00cb6ff53acca239627252a4f481786168f434669b9e0045f07"
+const SourceFingerprint = "7971fd9e471817bc196ad7300b533a635b7bb8413caf916ed3ab38a238949790"
