@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "7971fd9e471817bc196ad7300b533a635b7bb8413caf916ed3ab38a238949790"
+const SourceFingerprint = "e2a83c54de28e4d379712084833629704d174b470e9cd34bec8aaed6236bf25f"

@@ -2,12 +2,9 @@
 
 package sandbox
 
-// SetAfterPut sets the hook a worker runs between listing itself idle and going back to its
-// channel, until restore is called.
-func SetAfterPut(f func()) (restore func()) {
-	afterPut = f
-	return func() { afterPut = nil }
-}
+// SetAfterPut sets the hook s's workers run between listing themselves idle and going back
+// to their channel. Call it before anything is run in s.
+func (s *Sandbox) SetAfterPut(f func()) { s.afterPut = f }
 
 // Spawned is how many workers the current generation made.
 func (s *Sandbox) Spawned() int {

@@ -179,10 +179,11 @@ type layout struct {
 	// Split are the directories reduced to listing because a protected path lies in them.
 	Split []string
 	// Watch are granted directories a credential store that does not exist yet would appear
-	// in (its nearest existing ancestor): when one changes, the sandbox plans again, so that
-	// a credential store made later (a `cargo login`, a token saved by the user) is kept
-	// out from the next command on rather than granted with the directory around it.
-	Watch []string
+	// in (its nearest existing ancestor), each with the names it would appear under there:
+	// when one of those names appears, the sandbox plans again, so that a credential store
+	// made later (a `cargo login`, a token saved by the user) is kept out from the next
+	// command on rather than granted with the directory around it.
+	Watch []watchDir
 	// Notes say what the layout could not do (a root inside a protected path, a scan cut
 	// short).
 	Notes []string
@@ -338,11 +339,18 @@ func grantRoots(fs fsView, roots []planRoot, l *layout) {
 	l.Split = dedupe(l.Split)
 }
 
+// watchDir is a directory a missing credential store would appear in, and the names of its
+// entries it would appear under (the first component of each store's path below it).
+type watchDir struct {
+	Dir   string
+	Names []string
+}
+
 // watchFor returns, for each missing credential store, its nearest existing ancestor when that
 // lies in a directory granted whole (the directories split around a protected path are
-// stamped already).
-func watchFor(fs fsView, missing []string, grants []grant) []string {
-	var dirs []string
+// stamped already), with the name the store would appear under there.
+func watchFor(fs fsView, missing []string, grants []grant) []watchDir {
+	names := map[string][]string{}
 	for _, m := range missing {
 		a := filepath.Dir(m)
 		for a != "/" {
@@ -355,15 +363,21 @@ func watchFor(fs fsView, missing []string, grants []grant) []string {
 		if err != nil {
 			continue
 		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(m, strings.TrimSuffix(a, "/")+"/"), "/")
 		for _, g := range grants {
 			if g.Dir && !g.ListOnly && (real == g.Path || strings.HasPrefix(real, g.Path+"/")) {
-				dirs = append(dirs, real)
+				names[real] = append(names[real], name)
 				break
 			}
 		}
 	}
-	sort.Strings(dirs)
-	return dedupe(dirs)
+	out := make([]watchDir, 0, len(names))
+	for d, ns := range names {
+		sort.Strings(ns)
+		out = append(out, watchDir{Dir: d, Names: dedupe(ns)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Dir < out[j].Dir })
+	return out
 }
 
 // split grants dir's entries except the protected paths below it, recursing into the

@@ -53,6 +53,10 @@ type Sandbox struct {
 	reason   string // why not enforced
 	policy   Policy
 	denyUnix bool
+	// afterPut, set by tests before any worker is made, runs on a worker between listing
+	// itself idle and going back to its channel: it widens the window in which a hand-over
+	// finds it there.
+	afterPut func()
 
 	// mu guards the fields below: the current generation of restricted threads, and
 	// whether the sandbox is closed.
@@ -74,6 +78,8 @@ type generation struct {
 	layout     layout
 	stamps     []stamp
 	lastFull   time.Time // when the stamps were last all found current by path (stamps.go)
+	made       time.Time
+	refreshing bool // a new generation is being planned in its place (refresh); the sandbox's lock guards it
 	network    Network
 	denyUnix   bool
 	privateIPC bool
@@ -151,13 +157,18 @@ func New(mode Mode, p Policy, opts ...Option) (*Sandbox, error) {
 // The stamps are taken after the plan and before the ruleset is built.
 func (s *Sandbox) newGeneration() (*generation, error) {
 	l := plan(s.policy, osView{})
-	stamps := stampsOf(stampDirs(l))
+	writable := append([]string(nil), s.policy.WriteRoots...)
+	if s.policy.TempDir != "" {
+		writable = append(writable, s.policy.TempDir)
+	}
+	stamps := stampsOf(stampDirs(l, writable))
 	fd, err := buildRuleset(l.Grants, s.policy.Network)
 	if err != nil {
 		closeStamps(stamps)
 		return nil, fmt.Errorf("sandbox: landlock ruleset: %w", err)
 	}
-	return &generation{owner: s, fd: fd, layout: l, stamps: stamps, lastFull: time.Now(), network: s.policy.Network,
+	now := time.Now()
+	return &generation{owner: s, fd: fd, layout: l, stamps: stamps, lastFull: now, made: now, network: s.policy.Network,
 		denyUnix: s.denyUnix, privateIPC: s.policy.PrivateIPC, retired: make(chan struct{})}, nil
 }
 
@@ -175,7 +186,14 @@ func (s *Sandbox) currentOr(rebuild bool) (*generation, error) {
 		return nil, errors.New("sandbox: closed")
 	}
 	g := s.gen
-	if !stampsChanged(g.stamps, &g.lastFull, time.Now()) {
+	switch stampsChanged(g.stamps, &g.lastFull, time.Now()) {
+	case stampSame:
+		return g, nil
+	case stampGrown:
+		if !g.refreshing {
+			g.refreshing = true
+			go s.refresh(g)
+		}
 		return g, nil
 	}
 	if !rebuild {
@@ -188,6 +206,38 @@ func (s *Sandbox) currentOr(rebuild bool) (*generation, error) {
 	s.gen = ng
 	g.retire()
 	return ng, nil
+}
+
+// refresh plans a new generation in place of g off every command's path, for entries made
+// in a split directory outside the write roots (stampGrown): commands go on under g, which
+// grants less, until the new one is made, with its spare workers, which then restrict their
+// threads. It starts no sooner than refreshEvery after g was made, so that a directory the
+// host changes all the time costs a plan a tenth of a second at most. Nothing is replaced
+// when g was replaced meanwhile; a failure leaves g, and the next change tries again.
+func (s *Sandbox) refresh(g *generation) {
+	if wait := time.Until(g.made.Add(refreshEvery)); wait > 0 {
+		select {
+		case <-time.After(wait):
+		case <-g.retired:
+			return
+		}
+	}
+	ng, err := s.newGeneration()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil:
+		g.refreshing = false
+		return
+	case s.closed || s.gen != g:
+		ng.retire()
+		return
+	}
+	s.gen = ng
+	g.retire()
+	ng.mu.Lock()
+	ng.startLocked()
+	ng.mu.Unlock()
 }
 
 // retire ends the generation's waiting threads and, once the last is gone, its ruleset. The
@@ -572,9 +622,8 @@ func (g *generation) spawnWith(j job) bool {
 	return true
 }
 
-// afterPut, when set (by tests), runs on a worker between listing itself idle and going back
-// to its channel: it widens the window in which a hand-over finds it there.
-var afterPut func()
+// refreshEvery is the least time between a generation and the one refresh makes after it.
+const refreshEvery = 100 * time.Millisecond
 
 // spareThreads is how many restricted threads are made before the first command.
 const spareThreads = 2
@@ -657,7 +706,7 @@ func (g *generation) run(w *worker, j job, err error) bool {
 		// of its own, rather than leave what fn was doing half done.
 		j.lent(&Worker{s: g.owner, g: g}, nil)
 		g.put(w)
-		if f := afterPut; f != nil {
+		if f := g.owner.afterPut; f != nil {
 			f()
 		}
 	default:
@@ -720,7 +769,7 @@ func (s *Sandbox) Notes() []string {
 		notes = append(notes, fmt.Sprintf("sandbox: unix sockets refused (Landlock ABI %d cannot restrict pathname sockets; ABI 9 can)", s.abi))
 	}
 	if len(l.Split) > 0 {
-		notes = append(notes, "sandbox: commands cannot make new entries directly in "+strings.Join(l.Split, ", ")+" (each holds a protected path); entries others make there are granted, or kept out when protected, from the next command on")
+		notes = append(notes, "sandbox: commands cannot make new entries directly in "+strings.Join(l.Split, ", ")+" (each holds a protected path); entries others make there are granted, or kept out when protected, from the next command on in a write root, and within a tenth of a second elsewhere")
 	}
 	notes = append(notes, secondWallNotes(p)...)
 	notes = append(notes, l.Notes...)

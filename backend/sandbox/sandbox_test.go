@@ -513,11 +513,10 @@ func TestLendAcrossAStampChange(t *testing.T) {
 func TestLendToAWorkerComingBack(t *testing.T) {
 	f := newFixture(t, sandbox.Network{})
 	listed, release := make(chan struct{}), make(chan struct{})
-	restore := sandbox.SetAfterPut(func() {
+	f.sb.SetAfterPut(func() {
 		listed <- struct{}{}
 		<-release
 	})
-	defer restore()
 	ran := make(chan int, 1)
 	fn := func(w *sandbox.Worker, restricted error) {
 		if w == nil {

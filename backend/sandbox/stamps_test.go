@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,7 @@ func newStampFixture(t *testing.T) *stampFixture {
 func (f *stampFixture) restamp(t *testing.T) {
 	t.Helper()
 	closeStamps(f.stamps)
-	f.stamps = stampsOf([]string{f.b})
+	f.stamps = stampsOf([]stampSpec{{path: f.b, whole: true, eager: true}})
 	t.Cleanup(func() { closeStamps(f.stamps) })
 	if len(f.stamps) != 1 || f.stamps[0].fd < 0 {
 		t.Fatalf("stamping %s: %+v", f.b, f.stamps)
@@ -48,7 +49,7 @@ func (f *stampFixture) restamp(t *testing.T) {
 
 // changed is the check a command's start makes, the last look by path recent.
 func (f *stampFixture) changed() bool {
-	return stampsChanged(f.stamps, &f.lastFull, f.lastFull.Add(time.Millisecond))
+	return stampsChanged(f.stamps, &f.lastFull, f.lastFull.Add(time.Millisecond)) == stampChanged
 }
 
 // TestStampsSeenThroughTheDirectory: an entry made, removed or renamed in a stamped
@@ -114,7 +115,7 @@ func TestStampsByPathOnceASecond(t *testing.T) {
 		t.Error("a check within fullCheckEvery of the last look by path looked by path")
 	}
 	last := f.lastFull
-	if !stampsChanged(f.stamps, &f.lastFull, last.Add(fullCheckEvery)) {
+	if stampsChanged(f.stamps, &f.lastFull, last.Add(fullCheckEvery)) != stampChanged {
 		t.Error("the look by path after fullCheckEvery did not see another directory at the stamped path")
 	}
 	if !f.lastFull.Equal(last) {
@@ -122,7 +123,7 @@ func TestStampsByPathOnceASecond(t *testing.T) {
 	}
 	g := newStampFixture(t)
 	now := g.lastFull.Add(fullCheckEvery)
-	if stampsChanged(g.stamps, &g.lastFull, now) || !g.lastFull.Equal(now) {
+	if stampsChanged(g.stamps, &g.lastFull, now) != stampSame || !g.lastFull.Equal(now) {
 		t.Errorf("a look by path with nothing changed: lastFull %v, want %v", g.lastFull, now)
 	}
 }
@@ -202,5 +203,228 @@ func TestStampsCheckedFromARestrictedThread(t *testing.T) {
 		if st.fd >= 0 {
 			t.Errorf("the closed sandbox's generation still holds %s open", st.path)
 		}
+	}
+}
+
+// TestStampsOfGrantedFilesAndWatchedNames: in a stamped directory that is not split (it holds
+// granted files, or a missing credential store would appear in it), an entry made, removed or
+// renamed there is no change, and moves the stamp on, nor is a granted file removed; a granted
+// file replaced, a file made again under its name, or a watched name made, is one.
+func TestStampsOfGrantedFilesAndWatchedNames(t *testing.T) {
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := filepath.Join(d, ".gitconfig")
+	write := func(p string) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(granted)
+	var stamps []stamp
+	var lastFull time.Time
+	restamp := func() {
+		closeStamps(stamps)
+		stamps = stampsOf([]stampSpec{{path: d, files: []string{".gitconfig"}, names: []string{".ssh"}}})
+		if len(stamps) != 1 || len(stamps[0].files) != 1 {
+			t.Fatalf("stamping %s: %+v", d, stamps)
+		}
+		lastFull = time.Now()
+	}
+	t.Cleanup(func() { closeStamps(stamps) })
+	changed := func() bool { return stampsChanged(stamps, &lastFull, lastFull.Add(time.Millisecond)) != stampSame }
+	restamp()
+	for _, step := range []struct {
+		what string
+		do   func()
+		want bool
+	}{
+		{"an entry made beside the granted file", func() { write(filepath.Join(d, ".zsh_history.new")) }, false},
+		{"that entry renamed", func() { must(t, os.Rename(filepath.Join(d, ".zsh_history.new"), filepath.Join(d, ".zsh_history"))) }, false},
+		{"that entry removed", func() { must(t, os.Remove(filepath.Join(d, ".zsh_history"))) }, false},
+		{"a directory made there", func() { must(t, os.Mkdir(filepath.Join(d, ".cache2"), 0o755)) }, false},
+		{"the granted file replaced by a rename", func() {
+			write(filepath.Join(d, ".gitconfig.tmp"))
+			must(t, os.Rename(filepath.Join(d, ".gitconfig.tmp"), granted))
+		}, true},
+		{"the granted file removed (its rule grants nothing now)", func() { must(t, os.Remove(granted)) }, false},
+		{"a file made under the granted file's name", func() { write(granted) }, true},
+		{"a watched name made", func() { must(t, os.Mkdir(filepath.Join(d, ".ssh"), 0o700)) }, true},
+	} {
+		step.do()
+		if got := changed(); got != step.want {
+			t.Fatalf("%s: changed %v, want %v", step.what, got, step.want)
+		}
+		if !step.want {
+			// The stamp moved on: the same look, and the look by path, find nothing.
+			if changed() || stampsChanged(stamps, &lastFull, lastFull.Add(fullCheckEvery)) != stampSame {
+				t.Fatalf("%s: still a change on the next look", step.what)
+			}
+			continue
+		}
+		if _, err := os.Stat(granted); err != nil {
+			write(granted)
+		}
+		if err := os.Remove(filepath.Join(d, ".ssh")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		restamp()
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHomeChurnKeepsTheGeneration: a home directory holds a granted file (~/.gitconfig), so it
+// is stamped; files a shell or an editor makes, renames and removes there leave the sandbox on
+// its generation (asked on a restricted thread, as the helper's reader asks), and a new plan
+// comes only when the granted file is replaced.
+func TestHomeChurnKeepsTheGeneration(t *testing.T) {
+	if abi := KernelABI(); abi < RequiredABI {
+		if os.Getenv("AIRLOCK_REQUIRE_LANDLOCK") == "1" {
+			t.Fatalf("Landlock ABI %d, need %d", abi, RequiredABI)
+		}
+		t.Skipf("Landlock ABI %d, need %d", abi, RequiredABI)
+	}
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\n"), 0o644))
+	ws := t.TempDir()
+	sb, err := New(ModeLandlock, Policy{ReadRoots: []string{ws}, WriteRoots: []string{ws}, TempDir: t.TempDir(), Home: home, SystemRead: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	g := sb.gen
+	current := func() bool {
+		t.Helper()
+		done := make(chan bool, 1)
+		if err := sb.Lend(func(wk *Worker, restricted error) { done <- restricted == nil && wk.Current() }); err != nil {
+			t.Fatal(err)
+		}
+		return <-done
+	}
+	for i := 0; i < 20; i++ {
+		tmp := filepath.Join(home, fmt.Sprintf(".zsh_history.%d", i))
+		must(t, os.WriteFile(tmp, []byte("ls\n"), 0o600))
+		must(t, os.Rename(tmp, filepath.Join(home, ".zsh_history")))
+		if !current() {
+			t.Fatalf("round %d: a file made and renamed in the home made the generation stale", i)
+		}
+	}
+	if now, err := sb.current(); err != nil || now != g {
+		t.Fatalf("the sandbox planned again for churn in the home: %v", err)
+	}
+	tmp := filepath.Join(home, ".gitconfig.tmp")
+	must(t, os.WriteFile(tmp, []byte("[core]\n"), 0o644))
+	must(t, os.Rename(tmp, filepath.Join(home, ".gitconfig")))
+	if now, err := sb.current(); err != nil || now == g {
+		t.Fatalf("the granted ~/.gitconfig replaced, and the sandbox kept its generation (%v)", err)
+	}
+}
+
+// TestStampOfASplitDirectory: in a directory split around a protected path outside the write
+// roots, a new entry is a growth (a new plan off the commands' path) seen once, a granted entry
+// removed is one too, and a granted entry replaced makes the generation stale; within a write
+// root (eager) a new entry makes it stale at once.
+func TestStampOfASplitDirectory(t *testing.T) {
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"passwd", "hosts"} {
+		must(t, os.WriteFile(filepath.Join(d, n), []byte("x\n"), 0o644))
+	}
+	var stamps []stamp
+	var lastFull time.Time
+	restamp := func(eager bool) {
+		closeStamps(stamps)
+		stamps = stampsOf([]stampSpec{{path: d, whole: true, eager: eager, files: []string{"passwd", "hosts"}}})
+		lastFull = time.Now()
+	}
+	t.Cleanup(func() { closeStamps(stamps) })
+	look := func() stampState { return stampsChanged(stamps, &lastFull, lastFull.Add(time.Millisecond)) }
+	restamp(false)
+	must(t, os.WriteFile(filepath.Join(d, "new"), nil, 0o644))
+	if got, again := look(), look(); got != stampGrown || again != stampSame {
+		t.Fatalf("a new entry: %v then %v, want grown then same", got, again)
+	}
+	must(t, os.Remove(filepath.Join(d, "hosts")))
+	if got := look(); got != stampGrown {
+		t.Fatalf("a granted entry removed: %v, want grown", got)
+	}
+	must(t, os.WriteFile(filepath.Join(d, "passwd.tmp"), []byte("y\n"), 0o644))
+	must(t, os.Rename(filepath.Join(d, "passwd.tmp"), filepath.Join(d, "passwd")))
+	if got := look(); got != stampChanged {
+		t.Fatalf("a granted entry replaced: %v, want changed", got)
+	}
+	restamp(true)
+	must(t, os.WriteFile(filepath.Join(d, "new2"), nil, 0o644))
+	if got := look(); got != stampChanged {
+		t.Fatalf("a new entry in a write root: %v, want changed", got)
+	}
+}
+
+// TestSplitReadRootGrowsOffThePath: a read root split around a protected file takes a new
+// entry without the next command waiting for a new plan (the sandbox keeps its generation);
+// the new generation, planned off the commands' path, replaces it soon after, and a command
+// then reads the new entry while the protected file stays unreadable.
+func TestSplitReadRootGrowsOffThePath(t *testing.T) {
+	if abi := KernelABI(); abi < RequiredABI {
+		if os.Getenv("AIRLOCK_REQUIRE_LANDLOCK") == "1" {
+			t.Fatalf("Landlock ABI %d, need %d", abi, RequiredABI)
+		}
+		t.Skipf("Landlock ABI %d, need %d", abi, RequiredABI)
+	}
+	ro, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(ro, "secret")
+	must(t, os.WriteFile(secret, []byte("s\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(ro, "old.txt"), []byte("o\n"), 0o644))
+	sb, err := New(ModeLandlock, Policy{ReadRoots: []string{ro}, WriteRoots: []string{t.TempDir()}, TempDir: t.TempDir(),
+		Home: t.TempDir(), SystemRead: []string{}, Protected: []string{secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	g := sb.gen
+	read := func(p string) error {
+		return sb.Do(func() error { _, err := os.ReadFile(p); return err })
+	}
+	if err := read(filepath.Join(ro, "old.txt")); err != nil {
+		t.Fatalf("a granted file in the split read root: %v", err)
+	}
+	must(t, os.WriteFile(filepath.Join(ro, "new.txt"), []byte("n\n"), 0o644))
+	if now, err := sb.current(); err != nil || now != g {
+		t.Fatalf("a new entry in a split read root: the next command waited for a new plan (%v)", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		sb.mu.Lock()
+		replaced := sb.gen != g
+		sb.mu.Unlock()
+		if replaced {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no new generation 5 s after the read root took a new entry")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := read(filepath.Join(ro, "new.txt")); err != nil {
+		t.Errorf("the new entry, after the new generation: %v", err)
+	}
+	if err := read(secret); err == nil {
+		t.Error("the protected file became readable with the new generation")
 	}
 }
