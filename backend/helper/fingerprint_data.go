@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "e2a83c54de28e4d379712084833629704d174b470e9cd34bec8aaed6236bf25f"
+const SourceFingerprint = "2fe5f9a8335d2996828dc5300e564ed1c5262ace520e9a6a3200fa239f857d75"
