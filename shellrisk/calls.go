@@ -197,7 +197,7 @@ func (w *walker) lookup(name arg, seg string) (*program, bool) {
 func (w *walker) find(name string) (*program, bool) {
 	for i := range nameForms {
 		if cand, ok := nameForm(name, i); ok {
-			if p, ok := w.rules.programs[cand]; ok {
+			if p, ok := w.rules.lookup(cand); ok {
 				return p, true
 			}
 		}

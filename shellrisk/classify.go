@@ -45,7 +45,7 @@ func buildClassifier(extra RulesConfig) (*Classifier, error) {
 		return nil, err
 	}
 	rc.merge(extra)
-	rs, err := compile(rc)
+	rs, err := compile(rc, extra.IsZero())
 	if err != nil {
 		return nil, err
 	}

@@ -389,6 +389,7 @@ type ruleSet struct {
 	hijackEnv []string
 	reasons   map[string]reasonInfo
 	programs  map[string]*program
+	lazy      map[string]*lazyProgram // rules compiled on first use (compile's lazy)
 	paths     PathRules
 	binDirs   map[string]bool
 	languages map[string]LanguageRule

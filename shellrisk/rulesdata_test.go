@@ -160,3 +160,34 @@ func typeName(t reflect.Type) string {
 		return t.Name()
 	}
 }
+
+// TestEmbeddedRulesCompile: the embedded rules compile whole, every program's rule checked, as
+// a configuration's are at load; the classifier of the embedded rules alone compiles a
+// program's rule when a command first names it, and finds every program the whole
+// compilation has, with the same reason.
+func TestEmbeddedRulesCompile(t *testing.T) {
+	rc, err := DefaultRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := compile(rc, false)
+	if err != nil {
+		t.Fatalf("the embedded rules do not compile: %v", err)
+	}
+	lazy, err := compile(rc, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lazy.lazy) != len(rc.Programs) || len(rc.Programs) == 0 {
+		t.Fatalf("%d programs left to compile on use, want the %d with rules", len(lazy.lazy), len(rc.Programs))
+	}
+	for name, want := range whole.programs {
+		got, ok := lazy.lookup(name)
+		if !ok || got.name != want.name || got.reason != want.reason || len(got.subs) != len(want.subs) {
+			t.Fatalf("program %q compiled on use: %+v, whole: %+v", name, got, want)
+		}
+	}
+	if _, ok := lazy.lookup("no-such-program-anywhere"); ok {
+		t.Error("an unknown name found a program")
+	}
+}
