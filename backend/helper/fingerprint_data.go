@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "2fe5f9a8335d2996828dc5300e564ed1c5262ace520e9a6a3200fa239f857d75"
+const SourceFingerprint = "89b36c1e3d129ea84a22c90dc3eabb500f5558af73bb0c865cadf89a04a2783c"

@@ -3,6 +3,7 @@ package helper
 import (
 	"bytes"
 	"debug/buildinfo"
+	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,7 +68,7 @@ func checkSibling(p string) (string, string) {
 		return "", fmt.Sprintf("%s: %v", p, err)
 	}
 	defer unmap()
-	if got := recordIn(data); got != SourceFingerprint {
+	if got := recordIn(constantsOf(data)); got != SourceFingerprint {
 		if got == "" {
 			return "", p + " is not an airlock helper of this version (no source fingerprint)"
 		}
@@ -81,6 +82,22 @@ func checkSibling(p string) (string, string) {
 		return "", fmt.Sprintf("%s is built with %s, airlock with %s", p, bi.GoVersion, runtime.Version())
 	}
 	return p, ""
+}
+
+// constantsOf returns the bytes of an ELF binary's read-only data (.rodata), where the linker
+// puts string constants and so the source record, or all of data when there is none. The
+// helper is 6.6 MB and its .rodata 0.6 MB: searching the whole file faulted in every page of
+// it, 2-3 ms of each cold airlock's start here.
+func constantsOf(data []byte) []byte {
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return data
+	}
+	s := f.Section(".rodata")
+	if s == nil || s.Type == elf.SHT_NOBITS || s.Offset+s.Size > uint64(len(data)) {
+		return data
+	}
+	return data[s.Offset : s.Offset+s.Size]
 }
 
 // recordIn returns the source fingerprint recorded in a binary's bytes, or "": the first
