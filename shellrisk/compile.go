@@ -46,25 +46,7 @@ func compile(rc RulesConfig, lazy bool) (*ruleSet, error) {
 	for _, d := range rc.Paths.BinDirs {
 		rs.binDirs[path.Clean(d)] = true
 	}
-	for _, e := range rc.Paths.Secrets {
-		rs.secretComps = append(rs.secretComps, secretComps(e)...)
-	}
-	rs.secretExact = map[string]bool{}
-	for _, n := range rc.Paths.SecretNames {
-		n = strings.ToLower(n)
-		switch {
-		case strings.Contains(n, "/"):
-			rs.secretPaths = append(rs.secretPaths, strings.Split(strings.Trim(n, "/"), "/"))
-		case strings.HasPrefix(n, "*") && !strings.ContainsAny(n[1:], "*?[\\"):
-			rs.secretSuffixes = append(rs.secretSuffixes, n[1:])
-		case strings.HasSuffix(n, "*") && !strings.ContainsAny(n[:len(n)-1], "*?[\\"):
-			rs.secretPrefixes = append(rs.secretPrefixes, n[:len(n)-1])
-		case strings.ContainsAny(n, "*?["):
-			rs.secretGlobs = append(rs.secretGlobs, n)
-		default:
-			rs.secretExact[n] = true
-		}
-	}
+	rs.compileSecrets(rc.Paths)
 	codes := make([]string, 0, len(rc.Reasons))
 	for code := range rc.Reasons {
 		codes = append(codes, code)
@@ -166,6 +148,29 @@ func (rs *ruleSet) lookup(name string) (*program, bool) {
 	}
 	l.once.Do(func() { l.prog, _ = rs.named(name, l.rule, l.owner) })
 	return l.prog, l.prog != nil
+}
+
+// compileSecrets sorts the secret entries and names by how they match.
+func (rs *ruleSet) compileSecrets(pr PathRules) {
+	for _, e := range pr.Secrets {
+		rs.secretComps = append(rs.secretComps, secretComps(e)...)
+	}
+	rs.secretExact = map[string]bool{}
+	for _, n := range pr.SecretNames {
+		n = strings.ToLower(n)
+		switch {
+		case strings.Contains(n, "/"):
+			rs.secretPaths = append(rs.secretPaths, strings.Split(strings.Trim(n, "/"), "/"))
+		case strings.HasPrefix(n, "*") && !strings.ContainsAny(n[1:], "*?[\\"):
+			rs.secretSuffixes = append(rs.secretSuffixes, n[1:])
+		case strings.HasSuffix(n, "*") && !strings.ContainsAny(n[:len(n)-1], "*?[\\"):
+			rs.secretPrefixes = append(rs.secretPrefixes, n[:len(n)-1])
+		case strings.ContainsAny(n, "*?["):
+			rs.secretGlobs = append(rs.secretGlobs, n)
+		default:
+			rs.secretExact[n] = true
+		}
+	}
 }
 
 func (rs *ruleSet) checkReason(code, field string) error {

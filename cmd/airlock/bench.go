@@ -191,6 +191,11 @@ func runBench(args []string, s stdio) int {
 		defer cancel()
 		_ = env.Close(cctx)
 	}()
+	return benchEnv(ctx, env, o, s)
+}
+
+// benchEnv times commands through env, and what o asks for beside them, and prints it.
+func benchEnv(ctx context.Context, env backend.Environment, o benchOpts, s stdio) int {
 	d := env.Describe()
 	if o.mode != "" && d.Mode != backend.CanonicalMode(o.mode) {
 		fmt.Fprintf(s.err, "airlock bench: asked for mode %q, running in %q: %s\n", o.mode, d.Mode, strings.Join(d.Notes, "; "))
