@@ -244,23 +244,7 @@ type regular struct {
 	name string
 }
 
-func (r *regular) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	for {
-		n, err := unix.Read(r.fd, p)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return 0, &os.PathError{Op: "read", Path: r.name, Err: err}
-		case n == 0:
-			return 0, io.EOF
-		}
-		return n, nil
-	}
-}
+func (r *regular) Read(p []byte) (int, error) { return readFD(r.fd, p, r.name, nil) }
 
 // Close closes the descriptor once.
 func (r *regular) Close() error {

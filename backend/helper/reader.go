@@ -63,23 +63,35 @@ func (r *source) Read(p []byte) (int, error) {
 	if !r.direct {
 		return r.polled.Read(p)
 	}
+	return readFD(r.fd, p, r.f.Name(), func() error {
+		// Still non-blocking (setDirect failed): wait here all the same.
+		fds := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+			return &os.PathError{Op: "poll", Path: r.f.Name(), Err: err}
+		}
+		return nil
+	})
+}
+
+// readFD reads from fd into p with read(2) on the calling thread, again after EINTR, and
+// gives io.EOF at the end. On EAGAIN it calls again, when not nil, and reads again after it
+// (a nil again makes EAGAIN an error).
+func readFD(fd int, p []byte, name string, again func() error) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
 	for {
-		n, err := unix.Read(r.fd, p)
+		n, err := unix.Read(fd, p)
 		switch {
 		case err == unix.EINTR:
 			continue
-		case err == unix.EAGAIN:
-			// Still non-blocking (setDirect failed): wait here all the same.
-			fds := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN}}
-			if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
-				return 0, &os.PathError{Op: "poll", Path: r.f.Name(), Err: err}
+		case err == unix.EAGAIN && again != nil:
+			if err := again(); err != nil {
+				return 0, err
 			}
 			continue
 		case err != nil:
-			return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: err}
+			return 0, &os.PathError{Op: "read", Path: name, Err: err}
 		case n == 0:
 			return 0, io.EOF
 		}
