@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "2d8c00b7c8431c939ced40ef3eb7678e4d6afc481b51e37bb3bac40aee5ddb7c"
+const SourceFingerprint = "a611f4144608256457b76a9c1076707c6bce885dee3b4bb35027eee0bf49376e"

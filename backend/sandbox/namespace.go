@@ -83,7 +83,7 @@ func Covered(p string) bool {
 var GitExecutes = []string{"config", "config.worktree", "hooks", "modules"}
 
 // PlanNamespace computes the helper's filesystem for p from the filesystem as it is now.
-func PlanNamespace(p Policy) Namespace { return planNamespace(p, osView{}) }
+func PlanNamespace(p Policy) Namespace { return planNamespace(p, newMemoView()) }
 
 // planNamespace is PlanNamespace over fs; it is pure.
 func planNamespace(p Policy, fs fsView) Namespace {

@@ -160,6 +160,68 @@ func (osView) lstat(p string) (bool, bool, error) {
 	}
 	return fi.IsDir(), fi.Mode()&os.ModeSymlink != 0, nil
 }
+// memoView is osView for one plan: each path it resolves or lstats is looked up once, and a
+// path is resolved from its resolved parent. A plan resolves some sixty protected paths under
+// a handful of directories (the home, /etc); filepath.EvalSymlinks lstat'ed every component of
+// every one of them, 40 % of a plan's time. Only a plan's own lookups are kept: a plan is a
+// look at the filesystem at one moment, and the next one looks again.
+type memoView struct {
+	osView
+	resolved map[string]pathResult
+	lstats   map[string]lstatResult
+}
+
+type pathResult struct {
+	path string
+	err  error
+}
+
+type lstatResult struct {
+	dir, link bool
+	err       error
+}
+
+func newMemoView() *memoView {
+	return &memoView{resolved: map[string]pathResult{}, lstats: map[string]lstatResult{}}
+}
+
+func (m *memoView) lstat(p string) (bool, bool, error) {
+	r, ok := m.lstats[p]
+	if !ok {
+		r.dir, r.link, r.err = m.osView.lstat(p)
+		m.lstats[p] = r
+	}
+	return r.dir, r.link, r.err
+}
+
+// resolve is filepath.EvalSymlinks: p's parent resolved (once), then p's last component
+// looked at there; a symbolic link there is resolved by EvalSymlinks, from the resolved
+// parent.
+func (m *memoView) resolve(p string) (string, error) {
+	if r, ok := m.resolved[p]; ok {
+		return r.path, r.err
+	}
+	var r pathResult
+	if p == "/" || !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		r.path, r.err = filepath.EvalSymlinks(p)
+	} else if parent, err := m.resolve(filepath.Dir(p)); err != nil {
+		r.err = err
+	} else {
+		full := filepath.Join(parent, filepath.Base(p))
+		_, link, err := m.lstat(full)
+		switch {
+		case err != nil:
+			r.err = err
+		case link:
+			r.path, r.err = filepath.EvalSymlinks(full)
+		default:
+			r.path = full
+		}
+	}
+	m.resolved[p] = r
+	return r.path, r.err
+}
+
 func (osView) list(p string) ([]dirEntry, error) {
 	// os.ReadDir takes each kind from the directory read (d_type), and lstats an entry only
 	// where the filesystem does not say; the entries come sorted by name.

@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"errors"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -185,4 +187,40 @@ func FuzzPlanNeverGrantsProtected(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestMemoViewResolvesAsEvalSymlinks: a plan's memoised resolve gives what
+// filepath.EvalSymlinks gives, for paths through links to directories, a link to a file, a
+// relative link, a dangling link, a missing path and a path beneath a file, each asked twice.
+func TestMemoViewResolvesAsEvalSymlinks(t *testing.T) {
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"real/sub", "other"} {
+		if err := os.MkdirAll(filepath.Join(d, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(d, "real/sub/f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"abs": filepath.Join(d, "real"), "rel": "real/sub", "other/up": "../real", "tofile": "real/sub/f", "dangling": "nowhere",
+	} {
+		if err := os.Symlink(target, filepath.Join(d, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := newMemoView()
+	for round := 0; round < 2; round++ {
+		for _, rel := range []string{"real/sub/f", "abs/sub/f", "rel/f", "other/up/sub", "other/up/sub/f", "tofile", "dangling", "dangling/x", "missing/x", "real/sub/f/x", "abs", "."} {
+			p := filepath.Join(d, rel)
+			want, wantErr := filepath.EvalSymlinks(p)
+			got, err := m.resolve(p)
+			if got != want || (err == nil) != (wantErr == nil) {
+				t.Errorf("round %d, %s: resolve %q, %v; EvalSymlinks %q, %v", round, rel, got, err, want, wantErr)
+			}
+		}
+	}
 }

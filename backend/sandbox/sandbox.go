@@ -156,7 +156,7 @@ func New(mode Mode, p Policy, opts ...Option) (*Sandbox, error) {
 // newGeneration plans the grants from the filesystem as it is now and builds their ruleset.
 // The stamps are taken after the plan and before the ruleset is built.
 func (s *Sandbox) newGeneration() (*generation, error) {
-	l := plan(s.policy, osView{})
+	l := plan(s.policy, newMemoView())
 	writable := append([]string(nil), s.policy.WriteRoots...)
 	if s.policy.TempDir != "" {
 		writable = append(writable, s.policy.TempDir)
