@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -285,8 +286,22 @@ func TestPostHookObservesOnly(t *testing.T) {
 	}
 }
 
+// lockedHook records the results it sees; calls of one batch end, and their post-hooks run,
+// at the same time.
+type lockedHook struct {
+	mu   *sync.Mutex
+	seen *[]pipeline.Result
+}
+
+func (h lockedHook) Name() string { return "recorder" }
+func (h lockedHook) After(_ context.Context, _ *pipeline.Request, r pipeline.Result) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	*h.seen = append(*h.seen, r)
+}
+
 // touchOnly is a post-hook that observes only touch calls.
-type touchOnly struct{ postHook }
+type touchOnly struct{ lockedHook }
 
 func (touchOnly) Observes(tool string) bool { return tool == "touch" }
 
@@ -297,8 +312,9 @@ func TestPostHookObservesItsTools(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	var some, all []pipeline.Result
+	var mu sync.Mutex
 	res := f.run(t, func(o *pipeline.Options) {
-		o.PostHooks = []pipeline.PostHook{touchOnly{postHook{&some}}, postHook{&all}}
+		o.PostHooks = []pipeline.PostHook{touchOnly{lockedHook{&mu, &some}}, lockedHook{&mu, &all}}
 	}, pipeline.Call{ID: "t", Name: "terminal", Arguments: json.RawMessage(`{"command":"exit 3"}`)}, touch("a"))
 	if len(all) != 2 || len(some) != 1 || some[0].CallID != "c-a" {
 		t.Fatalf("observer of touch saw %d results, the other %d; want 1 (c-a) and 2", len(some), len(all))
