@@ -667,6 +667,9 @@ func (p *Pipeline) complete(f *flight) {
 	}
 	p.endCallSpan(f)
 	p.postHooks(f)
+	// The flight lives until its result leaves its batch, in order: a large batch keeps
+	// many, and their data's JSON is needed no more.
+	f.dataJSON = nil
 }
 
 // postHooks lets each post-hook that observes the call look at a deep copy of its result.
