@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "a611f4144608256457b76a9c1076707c6bce885dee3b4bb35027eee0bf49376e"
+const SourceFingerprint = "48cb726acddc0f1b039e501f94cdec8394af50f4991ed3ea5908e6d53ede40dd"

@@ -160,6 +160,7 @@ func (osView) lstat(p string) (bool, bool, error) {
 	}
 	return fi.IsDir(), fi.Mode()&os.ModeSymlink != 0, nil
 }
+
 // memoView is osView for one plan: each path it resolves or lstats is looked up once, and a
 // path is resolved from its resolved parent. A plan resolves some sixty protected paths under
 // a handful of directories (the home, /etc); filepath.EvalSymlinks lstat'ed every component of
