@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "48cb726acddc0f1b039e501f94cdec8394af50f4991ed3ea5908e6d53ede40dd"
+const SourceFingerprint = "e285861544c88487b6c4142508dcf9fb5cd81fd6c531b7a15591c7f553fb255b"

@@ -96,7 +96,12 @@ func (st *stamp) current() bool {
 	if err := unix.Stat(st.path, &now); err != nil {
 		return false
 	}
-	return uint64(now.Dev) == st.dev && now.Ino == st.ino && now.Mtim == st.mtime
+	return st.sameDir(&now) && now.Mtim == st.mtime
+}
+
+// sameDir reports whether now is the stamped directory itself.
+func (st *stamp) sameDir(now *unix.Stat_t) bool {
+	return uint64(now.Dev) == st.dev && now.Ino == st.ino
 }
 
 // look looks at the stamped directory through its descriptor (see stamp). A change that
@@ -113,7 +118,7 @@ func (st *stamp) look() stampState {
 		return stampChanged
 	}
 	switch {
-	case now.Nlink == 0 || uint64(now.Dev) != st.dev || now.Ino != st.ino:
+	case now.Nlink == 0 || !st.sameDir(&now):
 		return stampChanged
 	case now.Mtim == st.mtime:
 		return stampSame
@@ -173,10 +178,10 @@ func stampDirs(l layout, writable []string) []stampSpec {
 		s.names = append(s.names, w.Names...)
 	}
 	for _, g := range l.Grants {
-		parent := filepath.Dir(g.Path)
 		if g.Path == "/" || strings.HasPrefix(g.Path, "/dev/") {
 			continue
 		}
+		parent := filepath.Dir(g.Path)
 		if (!g.Dir && !g.ListOnly) || (specs[parent] != nil && specs[parent].whole) {
 			s := spec(parent)
 			s.files = append(s.files, filepath.Base(g.Path))

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/procgroup"
@@ -70,16 +71,9 @@ type benchHost struct {
 
 func hostOf() benchHost {
 	h := benchHost{CPUs: runtime.NumCPU(), Procs: runtime.GOMAXPROCS(0)}
-	var u syscall.Utsname
-	if syscall.Uname(&u) == nil {
-		b := make([]byte, 0, len(u.Release))
-		for _, c := range u.Release {
-			if c == 0 {
-				break
-			}
-			b = append(b, byte(c))
-		}
-		h.Kernel = string(b)
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		h.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
 	return h
 }
