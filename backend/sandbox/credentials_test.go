@@ -17,7 +17,7 @@ import (
 // directory commands may read (a `cargo login` after the session started) is kept out from
 // the next command on, while the toolchain's other files stay readable.
 func TestCredentialStoreMadeLater(t *testing.T) {
-	requireLandlock(t)
+	sandbox.RequireLandlock(t)
 	base := t.TempDir()
 	home, ws := filepath.Join(base, "home"), filepath.Join(base, "ws")
 	for _, d := range []string{filepath.Join(home, ".cargo"), filepath.Join(home, ".cache"), ws} {

@@ -20,18 +20,6 @@ import (
 	"github.com/airlock-dev/airlock/backend/sandbox"
 )
 
-// requireLandlock skips where the kernel cannot deliver the sandbox, unless
-// AIRLOCK_REQUIRE_LANDLOCK=1 turns that into a failure (CI sets it).
-func requireLandlock(t *testing.T) {
-	t.Helper()
-	if abi := sandbox.KernelABI(); abi < sandbox.RequiredABI {
-		if os.Getenv("AIRLOCK_REQUIRE_LANDLOCK") == "1" {
-			t.Fatalf("Landlock ABI %d, need %d", abi, sandbox.RequiredABI)
-		}
-		t.Skipf("Landlock ABI %d, need %d", abi, sandbox.RequiredABI)
-	}
-}
-
 type fixture struct {
 	ws, outside, tmp, secret string
 	sb                       *sandbox.Sandbox
@@ -39,7 +27,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, net sandbox.Network) *fixture {
 	t.Helper()
-	requireLandlock(t)
+	sandbox.RequireLandlock(t)
 	base := t.TempDir()
 	f := &fixture{
 		ws:      filepath.Join(base, "ws"),

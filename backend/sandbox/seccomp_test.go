@@ -67,7 +67,7 @@ func ptySlave(t *testing.T) *os.File {
 // TestSecondWall is the filter's table: each call under each network policy, and the errno
 // it must give ("ok" for allowed).
 func TestSecondWall(t *testing.T) {
-	requireLandlock(t)
+	sandbox.RequireLandlock(t)
 	tty := ptySlave(t)
 	ppid := os.Getpid()
 	none := sandbox.Network{}

@@ -134,12 +134,7 @@ func TestStampsByPathOnceASecond(t *testing.T) {
 // sees a new entry in the workspace (split around .env); closing the sandbox closes the
 // descriptors.
 func TestStampsCheckedFromARestrictedThread(t *testing.T) {
-	if abi := KernelABI(); abi < RequiredABI {
-		if os.Getenv("AIRLOCK_REQUIRE_LANDLOCK") == "1" {
-			t.Fatalf("Landlock ABI %d, need %d", abi, RequiredABI)
-		}
-		t.Skipf("Landlock ABI %d, need %d", abi, RequiredABI)
-	}
+	RequireLandlock(t)
 	ws := filepath.Join(t.TempDir(), "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
@@ -286,12 +281,7 @@ func must(t *testing.T, err error) {
 // its generation (asked on a restricted thread, as the helper's reader asks), and a new plan
 // comes only when the granted file is replaced.
 func TestHomeChurnKeepsTheGeneration(t *testing.T) {
-	if abi := KernelABI(); abi < RequiredABI {
-		if os.Getenv("AIRLOCK_REQUIRE_LANDLOCK") == "1" {
-			t.Fatalf("Landlock ABI %d, need %d", abi, RequiredABI)
-		}
-		t.Skipf("Landlock ABI %d, need %d", abi, RequiredABI)
-	}
+	RequireLandlock(t)
 	home, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -378,12 +368,7 @@ func TestStampOfASplitDirectory(t *testing.T) {
 // the new generation, planned off the commands' path, replaces it soon after, and a command
 // then reads the new entry while the protected file stays unreadable.
 func TestSplitReadRootGrowsOffThePath(t *testing.T) {
-	if abi := KernelABI(); abi < RequiredABI {
-		if os.Getenv("AIRLOCK_REQUIRE_LANDLOCK") == "1" {
-			t.Fatalf("Landlock ABI %d, need %d", abi, RequiredABI)
-		}
-		t.Skipf("Landlock ABI %d, need %d", abi, RequiredABI)
-	}
+	RequireLandlock(t)
 	ro, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
