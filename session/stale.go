@@ -94,7 +94,7 @@ func (g *StaleCheck) Observes(tool string) bool { return has(g.Readers, tool) ||
 
 // After records the hash of what a successful read or write left at its path.
 func (g *StaleCheck) After(ctx context.Context, req *pipeline.Request, res pipeline.Result) {
-	if req == nil || res.Status != pipeline.StatusOK || !(has(g.Readers, req.Call.Name) || has(g.Writers, req.Call.Name)) {
+	if req == nil || res.Status != pipeline.StatusOK || !g.Observes(req.Call.Name) {
 		return
 	}
 	p := targetPath(req)
