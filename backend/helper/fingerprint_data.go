@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "e285861544c88487b6c4142508dcf9fb5cd81fd6c531b7a15591c7f553fb255b"
+const SourceFingerprint = "b16e260c02422fb65ff84e224c6653f8425dbfd7c5e92f9bc556fd17177fecd1"

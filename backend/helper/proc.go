@@ -9,9 +9,10 @@ import (
 type proc struct {
 	id uint32
 	in *stdinQueue
-	// handOn, when set, is called once the command has started (and, in case it did not,
-	// again when the run is over; it acts once): the thread that read the request passes the
-	// reading on (reader.go) while the command runs.
+	// handOn, when set, passes the reading of requests on to another thread: the thread
+	// that read the request reads no more while its command runs once something comes on
+	// the stream, or once the command started where the stream cannot be watched
+	// (passReading in reader.go). It acts once.
 	handOn func()
 
 	// mu guards whether a cancel frame (or the server's stop) came, and what it calls.

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-dev/airlock/backend/procgroup"
 	"github.com/airlock-dev/airlock/backend/sandbox"
 )
 
@@ -19,12 +19,18 @@ import (
 //
 //   - After a command's start, one of those threads reads, waiting in read(2) on the stream
 //     itself. A start frame it reads that can run on a restricted thread (nearly all of them)
-//     it runs itself, once it has lent the reading to another restricted thread (one waiting
-//     for a job, or a new one) when the command has started. The thread the request's bytes
-//     wake is then the thread that starts the command, waits for it and answers. A reader
-//     goroutine that handed the request to a restricted thread instead cost a wake-up of that
-//     thread and the passing of the runtime's processor to it: 47-84 µs for a pipe round trip
-//     here, against 7-12 µs for a read on the locked thread itself.
+//     it runs itself: the thread the request's bytes wake is the thread that starts the
+//     command, waits for it and answers. A reader goroutine that handed the request to a
+//     restricted thread instead cost a wake-up of that thread and the passing of the
+//     runtime's processor to it: 47-84 µs for a pipe round trip here, against 7-12 µs for
+//     a read on the locked thread itself.
+//   - While its command runs, that thread watches the stream in the same poll(2) as the
+//     command (procgroup.Aside). Only when something comes does it lend the reading to
+//     another restricted thread (one waiting for a job, or a new one); else it answers and
+//     reads the next request itself. Commands one after another then cost no hand-over at
+//     all: lending the reading after every start cost each command a wake-up of the next
+//     reader and of a runtime thread beside it, about 14 of 50 context switches a command
+//     and its raw fork/exec made together in `airlock bench`.
 //   - Any other frame (a file operation, stdin, a cancel) a restricted reader handles, then
 //     gives the reading to a goroutine and ends: the work such a frame starts runs on
 //     goroutines, which a thread waiting in a system call would keep from its processor until
@@ -175,39 +181,74 @@ func (s *server) readOnWorker(w *sandbox.Worker, _ error) {
 		return
 	}
 	s.src.setDirect(true)
-	f, err := s.next()
-	if err != nil {
-		s.end(err)
-		return
+	for {
+		f, err := s.next()
+		if err != nil {
+			s.end(err)
+			return
+		}
+		if f.typ != frameStart {
+			s.handOff(s.handle(f, false))
+			return
+		}
+		p, m, err := s.accept(f)
+		if err != nil || p == nil {
+			s.handOff(err)
+			return
+		}
+		if !s.onWorker(m) || !w.Current() {
+			// Not for a restricted thread, or not for this one: its rules are an older
+			// generation's (a stamped directory changed while it waited).
+			s.start(p, m)
+			s.handOff(nil)
+			return
+		}
+		if s.runReading(w, p, m) {
+			return
+		}
 	}
-	if f.typ != frameStart {
-		s.handOff(s.handle(f, false))
-		return
-	}
-	p, m, err := s.accept(f)
-	if err != nil || p == nil {
-		s.handOff(err)
-		return
-	}
-	if !s.onWorker(m) || !w.Current() {
-		// Not for a restricted thread, or not for this one: its rules are an older
-		// generation's (a stamped directory changed while it waited).
-		s.start(p, m)
-		s.handOff(nil)
-		return
-	}
-	// The reading is lent once the command has started, so that starting it comes first; a
-	// command that could not start lends it when it was answered.
-	var once sync.Once
+}
+
+// runReading runs a request on w, the reader of the moment, and reports whether it lent
+// the reading to another thread meanwhile; when it did not, w reads on. The reading is
+// lent once the command has started, so that starting it comes first, and where the stream
+// can be watched while the command runs (passReading), only when something comes on it.
+// Everything here happens on w's thread.
+func (s *server) runReading(w *sandbox.Worker, p *proc, m startMsg) (lent bool) {
 	p.handOn = func() {
-		once.Do(func() {
-			if !s.lendReading(w) {
-				go s.readFrames()
-			}
-		})
+		if lent {
+			return
+		}
+		lent = true
+		if !s.lendReading(w) {
+			go s.readFrames()
+		}
 	}
 	s.run(p, m, true)
-	p.handOn()
+	return lent
+}
+
+// passReading makes the command of p, read by a restricted reader, pass the reading on
+// (p.handOn): when the stream has nothing buffered, the wait for the command watches it and
+// passes the reading on only when something comes (a frame for another request, stdin, a
+// cancel); else as soon as the command has started. Commands run one after another then
+// cost no hand-over between threads: the thread a request wakes starts its command, waits
+// for it, answers and reads the next.
+func (s *server) passReading(p *proc, spec *procgroup.Spec) {
+	if p.handOn == nil {
+		return
+	}
+	if s.src != nil && s.src.direct && s.in.Buffered() == 0 {
+		spec.Aside = &procgroup.Aside{FD: s.src.fd, Ready: p.handOn}
+		return
+	}
+	started := spec.Started
+	spec.Started = func() {
+		if started != nil {
+			started()
+		}
+		p.handOn()
+	}
 }
 
 // handOff ends a restricted reader that handled a frame other than a start it runs: the

@@ -43,8 +43,9 @@ func sandboxedPair(t *testing.T) (*Client, int, string) {
 // TestRequestsReadOnRestrictedThreads: where commands start from the sandbox's restricted
 // threads, the thread that waits for the request after a command's is one of them, in a
 // read(2) of the stream (reader.go), so that a command needs no hand-over to another
-// thread. Commands one after another, at once, with standard input and cancelled, all work
-// with the reading passed from thread to thread and to a goroutine and back.
+// thread; commands one after another are all read, run and answered by the same thread.
+// Commands one after another, at once, with standard input and cancelled, all work with
+// the reading passed from thread to thread and to a goroutine and back.
 func TestRequestsReadOnRestrictedThreads(t *testing.T) {
 	c, fd, dir := sandboxedPair(t)
 	ctx := ctxFor(t)
@@ -53,20 +54,33 @@ func TestRequestsReadOnRestrictedThreads(t *testing.T) {
 		r.Workspace = dir
 		return r
 	}
+	var first string
 	for i := 0; i < 5; i++ {
 		res, err := c.Exec(ctx, req(fmt.Sprintf("echo %d", i)))
 		if err != nil || res.ExitCode != 0 || string(res.Stdout) != fmt.Sprintf("%d\n", i) {
 			t.Fatalf("command %d: %v exit %d %q %q", i, err, res.ExitCode, res.Stdout, res.Stderr)
 		}
-		checkReader(t, fd)
+		switch tid := checkReader(t, fd); {
+		case i == 0:
+			first = tid
+		case tid != first:
+			t.Fatalf("command %d: the reading passed from thread %s to %s though nothing came while a command ran", i, first, tid)
+		}
+	}
+	// Commands at once run at once: each waits until all have started, which they could
+	// not do if the reading stayed with the first command's thread.
+	meet := filepath.Join(dir, "meet")
+	if err := os.Mkdir(meet, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := c.Exec(ctx, req(fmt.Sprintf("sleep 0.2; echo %d", i)))
-			if err != nil || string(res.Stdout) != fmt.Sprintf("%d\n", i) {
+			cmd := fmt.Sprintf(`touch meet/%d; n=0; while [ "$(ls meet | wc -l)" -lt 4 ] && [ $n -lt 1000 ]; do sleep 0.01; n=$((n+1)); done; ls meet | wc -l; echo %d`, i, i)
+			res, err := c.Exec(ctx, req(cmd))
+			if err != nil || string(res.Stdout) != fmt.Sprintf("4\n%d\n", i) {
 				t.Errorf("command %d at once: %v %q %q", i, err, res.Stdout, res.Stderr)
 			}
 		}()
@@ -94,7 +108,8 @@ func TestRequestsReadOnRestrictedThreads(t *testing.T) {
 
 // checkReader fails t unless the thread that waits in read(2) on fd (there is one once
 // the last answer was sent, soon) carries the sandbox: no_new_privs and a seccomp filter.
-func checkReader(t *testing.T, fd int) {
+// It returns the thread's ID.
+func checkReader(t *testing.T, fd int) string {
 	t.Helper()
 	var last string
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
@@ -114,9 +129,10 @@ func checkReader(t *testing.T, fd int) {
 		if tid == strconv.Itoa(os.Getpid()) {
 			t.Fatal("the main thread reads requests")
 		}
-		return
+		return tid
 	}
 	t.Fatal(last)
+	return ""
 }
 
 // readerThread finds the thread of this process blocked in read(2) on fd, from

@@ -424,15 +424,7 @@ func (s *server) execute(p *proc, m startMsg, stdout, stderr io.Writer, onWorker
 			stdinW = nil
 		}
 	}
-	if p.handOn != nil {
-		started := spec.Started
-		spec.Started = func() {
-			if started != nil {
-				started()
-			}
-			p.handOn()
-		}
-	}
+	s.passReading(p, &spec)
 	// Listed from before the fork: the child may connect before its PID is known.
 	defer s.owners.TrackStart(&spec, strconv.FormatUint(uint64(p.id), 10))()
 	// A cancel frame ends the run as a cancelled context does.

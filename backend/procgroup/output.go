@@ -133,11 +133,12 @@ func (p *Process) waitLeader(pid int) {
 	}
 }
 
-// poll waits (up to timeout ms, -1 without limit) until a stream, or exited when it is not
-// -1, is ready, and reads the ready streams. It records in p.exitReady whether exited was
-// ready, and is false only when poll(2) itself fails.
+// poll waits (up to timeout ms, -1 without limit) until a stream, the aside descriptor, or
+// exited when it is not -1, is ready, reads the ready streams and tells a ready aside. It
+// records in p.exitReady whether exited was ready, and is false only when poll(2) itself
+// fails.
 func (p *Process) poll(exited, timeout int) bool {
-	var fds [3]unix.PollFd
+	var fds [4]unix.PollFd
 	n := 0
 	for _, s := range p.streams {
 		if s.fd >= 0 {
@@ -150,12 +151,23 @@ func (p *Process) poll(exited, timeout int) bool {
 		fds[n] = unix.PollFd{Fd: int32(exited), Events: unix.POLLIN}
 		n++
 	}
+	aside := -1
+	if p.aside != nil {
+		aside = n
+		fds[n] = unix.PollFd{Fd: int32(p.aside.FD), Events: unix.POLLIN}
+		n++
+	}
 	p.exitReady = false
 	if _, err := unix.Poll(fds[:n], timeout); err != nil {
 		return errors.Is(err, unix.EINTR)
 	}
 	p.readReady(fds[:streams], p.buffer())
 	p.exitReady = exited >= 0 && fds[streams].Revents != 0
+	if aside >= 0 && fds[aside].Revents != 0 {
+		a := p.aside
+		p.aside = nil
+		a.Ready()
+	}
 	return true
 }
 

@@ -53,6 +53,20 @@ type Spec struct {
 	// the command inherits). The sweep after the command, whose escapees may be another
 	// command's, then runs on another thread — only when it finds something to kill.
 	Restricted bool
+	// Aside, when not nil, is a descriptor Wait watches beside the command's output and
+	// exit (see [Aside]).
+	Aside *Aside
+}
+
+// Aside is a descriptor that a Wait watches with the command in the same poll(2): the first
+// time it is readable, hung up or in error, Wait calls Ready on its own thread and watches
+// it no more. Wait never reads it. A resident helper that reads its requests on the thread
+// a command waits on watches its request stream this way: it passes the reading to
+// another thread only when something comes while the command runs, so that commands one
+// after another cost no hand-over between threads.
+type Aside struct {
+	FD    int
+	Ready func()
 }
 
 // Outcome is how a run ended.
@@ -89,6 +103,8 @@ type Process struct {
 	untrack   func() // Spec.Track's, called once the leader exited, before it is reaped
 	// restricted is Spec.Restricted.
 	restricted bool
+	// aside is Spec.Aside until it was ready.
+	aside *Aside
 }
 
 // Start starts the command in its own session and process group, with only its standard
@@ -135,7 +151,7 @@ func Start(s Spec) (*Process, error) {
 	outW, errW := w[0], w[1]
 	cmd.Stdout, cmd.Stderr = outW, errW
 
-	p := &Process{cmd: cmd, streams: streams, start: time.Now(), timeout: s.Timeout, grace: grace, restricted: s.Restricted}
+	p := &Process{cmd: cmd, streams: streams, start: time.Now(), timeout: s.Timeout, grace: grace, restricted: s.Restricted, aside: s.Aside}
 	// Start and registration happen under the lock a sweep takes, so that no sweep sees a
 	// new leader before it is known as one.
 	leadersMu.Lock()

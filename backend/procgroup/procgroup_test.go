@@ -125,3 +125,48 @@ func TestNoStdinIsDevNull(t *testing.T) {
 		}
 	}
 }
+
+// TestAsideWatchedWhileTheCommandRuns: Wait calls an Aside's Ready once, while the command
+// still runs, when the descriptor becomes readable, and never when it stays quiet; the
+// command's output and exit are the same either way.
+func TestAsideWatchedWhileTheCommandRuns(t *testing.T) {
+	t.Parallel()
+	for _, write := range []bool{true, false} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		defer w.Close()
+		// The command ends once the test saw Ready (it then removes the file), or on its own.
+		gate := filepath.Join(t.TempDir(), "gate")
+		if err := os.WriteFile(gate, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		spec := sh(`i=0; while [ -e "$GATE" ] && [ $i -lt 10 ]; do sleep 0.05; i=$((i+1)); done; echo done`)
+		spec.Env = []string{"GATE=" + gate, "PATH=/usr/bin:/bin"}
+		spec.Stdout = &out
+		readies := 0
+		spec.Aside = &Aside{FD: int(r.Fd()), Ready: func() {
+			readies++
+			if err := os.Remove(gate); err != nil {
+				t.Errorf("gate: %v", err)
+			}
+		}}
+		if write {
+			time.AfterFunc(100*time.Millisecond, func() { _, _ = w.Write([]byte("x")) })
+		}
+		o, err := Run(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if write {
+			want = 1
+		}
+		if readies != want || o.ExitCode != 0 || out.String() != "done\n" {
+			t.Errorf("written %v: Ready called %d times (want %d), exit %d, output %q", write, readies, want, o.ExitCode, out.String())
+		}
+	}
+}
