@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/helper"
@@ -139,6 +140,7 @@ func WithLogger(l hclog.Logger) Option {
 type Env struct {
 	cfg       Config
 	workspace string // absolute, symlinks resolved
+	top       fileID // the workspace directory New resolved (see resolveDir)
 	policy    backend.EnvPolicy
 	log       hclog.Logger
 
@@ -192,9 +194,10 @@ func New(cfg Config, opts ...Option) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local: workspace: %w", err)
 	}
-	if fi, err := os.Stat(real); err != nil {
-		return nil, fmt.Errorf("local: workspace: %w", err)
-	} else if !fi.IsDir() {
+	var top unix.Stat_t
+	if err := unix.Lstat(real, &top); err != nil {
+		return nil, fmt.Errorf("local: workspace: %w", &os.PathError{Op: "lstat", Path: real, Err: err})
+	} else if top.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil, fmt.Errorf("local: workspace: %s is not a directory", real)
 	}
 	// As Docker refuses to mount them: commands and file tools would work on the host's own
@@ -212,6 +215,7 @@ func New(cfg Config, opts ...Option) (*Env, error) {
 	e := &Env{
 		cfg:       cfg,
 		workspace: real,
+		top:       fileID{dev: top.Dev, ino: top.Ino},
 		policy:    backend.EnvPolicy{Passthrough: cfg.EnvPassthrough},
 		log:       o.logger.Named("local"),
 	}

@@ -2,6 +2,7 @@ package local_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,4 +143,46 @@ func requireNamespaces(t testing.TB) {
 		t.Skipf("no namespaces here: %v", err)
 	}
 	_ = env.Close(context.Background())
+}
+
+// TestWorkspaceTopReplaced: a command in the workspace's top is checked against the
+// directory New resolved. When a symlink to elsewhere takes the workspace's place, the
+// command is refused as outside the workspace; a new directory at the same path is still
+// the workspace, and commands run there.
+func TestWorkspaceTopReplaced(t *testing.T) {
+	parent := t.TempDir()
+	ws := filepath.Join(parent, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env, err := local.New(local.Config{Workspace: ws, Sandbox: local.SandboxConfig{Mode: sandbox.ModeOff}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close(context.Background())
+	ctx := context.Background()
+	run := func() (backend.Result, error) { return env.Exec(ctx, backend.Request{Command: "pwd"}) }
+	if res, err := run(); err != nil || strings.TrimSpace(string(res.Stdout)) != ws {
+		t.Fatalf("before: %v %q", err, res.Stdout)
+	}
+
+	if err := os.Rename(ws, filepath.Join(parent, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(t.TempDir(), ws); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := run(); !errors.Is(err, backend.ErrOutsideWorkspace) {
+		t.Fatalf("a symlink in the workspace's place: want %v, got %v %q", backend.ErrOutsideWorkspace, err, res.Stdout)
+	}
+
+	if err := os.Remove(ws); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := run(); err != nil || strings.TrimSpace(string(res.Stdout)) != ws {
+		t.Fatalf("a new directory in the workspace's place: %v %q", err, res.Stdout)
+	}
 }

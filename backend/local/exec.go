@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/helper"
 	"github.com/airlock-dev/airlock/backend/sandbox"
@@ -98,6 +100,9 @@ func (e *Env) resolveDir(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if p == e.workspace && e.topUnchanged() {
+		return p, nil
+	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		return "", fmt.Errorf("%w: working directory: %w", backend.ErrInvalidRequest, err)
@@ -107,6 +112,20 @@ func (e *Env) resolveDir(dir string) (string, error) {
 	}
 	return real, nil
 }
+
+// topUnchanged reports whether the workspace's path still names, without a symlink, the
+// directory New resolved: one lstat, where resolving the path again cost one for each of
+// its components (~10 µs a command, most commands running in the top). Anything else
+// (the directory replaced, a symlink put in its place or in an ancestor's) takes the
+// whole resolution.
+func (e *Env) topUnchanged() bool {
+	var st unix.Stat_t
+	return unix.Lstat(e.workspace, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR &&
+		(fileID{dev: st.Dev, ino: st.Ino}) == e.top
+}
+
+// fileID is what tells a file from any other while it exists.
+type fileID struct{ dev, ino uint64 }
 
 // withExtra is the environment's own variables with the request's on top.
 func withExtra(own, req map[string]string) map[string]string {
