@@ -15,7 +15,7 @@ import (
 // to every command — a read of a file outside every root, or a write to the person's
 // terminal, that no sandbox sees because the descriptor was opened before. So before each
 // start, every descriptor above 2 is marked close-on-exec; the ones a command is meant to
-// get are placed by exec.Cmd in the child, which clears the mark on them.
+// get are placed by os.StartProcess in the child, which clears the mark on them.
 
 // markInheritedCloseOnExec marks every descriptor from 3 up close-on-exec: one close_range
 // call (Linux 5.11), or a walk over /proc/self/fd before that.
@@ -37,8 +37,8 @@ func markInheritedCloseOnExec() {
 // devNull is /dev/null opened once for reading, the standard input of every command given
 // none. os/exec would open it for each command and offer it to the network poller, which
 // refuses a character device (an open, four fcntl calls, an epoll_ctl that fails with EPERM
-// and a close on every start); a descriptor of our own, close-on-exec, is placed by exec.Cmd
-// in the child as it is, and never closed by it.
+// and a close on every start); a descriptor of our own, close-on-exec, is placed by
+// os.StartProcess in the child as it is, and never closed by it.
 var devNull = sync.OnceValues(func() (*os.File, error) {
 	fd, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -170,3 +170,32 @@ func TestAsideWatchedWhileTheCommandRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvironAsOSExecGivesIt: a command's environment is what os/exec would give it (the
+// last of a name wins, entries without "=" kept, empty ones dropped, NUL refused), also
+// when the same environment comes again, and when a caller rewrites the slice it passed.
+func TestEnvironAsOSExecGivesIt(t *testing.T) {
+	run := func(env []string) (string, error) {
+		var out bytes.Buffer
+		spec := Spec{Path: "/usr/bin/env", Args: []string{"env"}, Dir: os.TempDir(), Env: env, Stdout: &out}
+		_, err := Run(context.Background(), spec)
+		return out.String(), err
+	}
+	env := []string{"A=1", "B=2", "A=3", "", "NOEQUALS", "C=4"}
+	want := "B=2\nA=3\nNOEQUALS\nC=4\n"
+	for i := 0; i < 2; i++ { // the second time from the kept result
+		if got, err := run(env); err != nil || got != want {
+			t.Fatalf("run %d: %v %q, want %q", i, err, got, want)
+		}
+	}
+	env[1] = "B=changed" // the same slice, rewritten
+	if got, err := run(env); err != nil || got != "B=changed\nA=3\nNOEQUALS\nC=4\n" {
+		t.Fatalf("rewritten: %v %q", err, got)
+	}
+	if _, err := run([]string{"A=1", "B=x\x00y"}); err == nil {
+		t.Fatal("a NUL in the environment started a command")
+	}
+	if got, err := run(nil); err != nil || got != "" {
+		t.Fatalf("nil: %v %q", err, got)
+	}
+}

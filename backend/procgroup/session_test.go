@@ -22,13 +22,15 @@ func TestCommandOwnSessionOnlyStandardStreams(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("held-open-marker\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fd, err := syscall.Open(secret, syscall.O_RDONLY, 0) // no O_CLOEXEC, as an inherited one
+	// No O_CLOEXEC, as an inherited one. The command reads it by its number through /proc
+	// (a shell's redirection takes single digits only).
+	fd, err := syscall.Open(secret, syscall.O_RDONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer syscall.Close(fd)
 	var out bytes.Buffer
-	s := sh(`read -r _ _ _ _ _ sid _ < /proc/$$/stat; echo "sid=$sid pid=$$"; ls /proc/$$/fd; cat <&` + strconv.Itoa(fd) + `; cat /dev/tty; true`)
+	s := sh(`read -r _ _ _ _ _ sid _ < /proc/$$/stat; echo "sid=$sid pid=$$"; ls /proc/$$/fd; cat /proc/$$/fd/` + strconv.Itoa(fd) + `; cat /dev/tty; true`)
 	s.Stdout, s.Stderr = &out, &out
 	if o, err := Run(context.Background(), s); err != nil || o.ExitCode != 0 {
 		t.Fatalf("run: %+v %v\n%s", o, err, out.String())
