@@ -283,26 +283,7 @@ func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) 
 	if err := c.Ready(ctx); err != nil {
 		return backend.Result{}, err
 	}
-	m := startMsg{
-		Argv:           req.Argv,
-		Command:        req.Command,
-		Dir:            req.Dir,
-		Workspace:      req.Workspace,
-		Env:            req.Env,
-		Stdin:          req.Stdin != nil,
-		TimeoutMS:      req.Timeout.Milliseconds(),
-		KillGraceMS:    req.KillGrace.Milliseconds(),
-		MaxOutputBytes: req.MaxOutputBytes,
-		Live:           req.Stdout != nil || req.Stderr != nil,
-		EgressSocket:   req.EgressSocket,
-		EgressTunnel:   req.EgressTunnel != nil,
-	}
-	if m.MaxOutputBytes <= 0 {
-		m.MaxOutputBytes = backend.DefaultMaxOutputBytes
-	}
-	if req.Timeout > 0 && m.TimeoutMS == 0 {
-		m.TimeoutMS = 1
-	}
+	m := startMsgOf(req)
 	cl := &call{
 		limit:    m.MaxOutputBytes + 256, // room for the truncation marker
 		credit:   newCredit(stdinWindow),
@@ -335,6 +316,37 @@ func (c *Client) Exec(ctx context.Context, req Request) (backend.Result, error) 
 	if req.Stdin != nil {
 		go c.pumpStdin(id, cl, req.Stdin)
 	}
+	return c.await(ctx, id, cl, req, start)
+}
+
+// startMsgOf is the start message of req.
+func startMsgOf(req Request) startMsg {
+	m := startMsg{
+		Argv:           req.Argv,
+		Command:        req.Command,
+		Dir:            req.Dir,
+		Workspace:      req.Workspace,
+		Env:            req.Env,
+		Stdin:          req.Stdin != nil,
+		TimeoutMS:      req.Timeout.Milliseconds(),
+		KillGraceMS:    req.KillGrace.Milliseconds(),
+		MaxOutputBytes: req.MaxOutputBytes,
+		Live:           req.Stdout != nil || req.Stderr != nil,
+		EgressSocket:   req.EgressSocket,
+		EgressTunnel:   req.EgressTunnel != nil,
+	}
+	if m.MaxOutputBytes <= 0 {
+		m.MaxOutputBytes = backend.DefaultMaxOutputBytes
+	}
+	if req.Timeout > 0 && m.TimeoutMS == 0 {
+		m.TimeoutMS = 1
+	}
+	return m
+}
+
+// await waits for the exit of request id, started at start: a cancelled ctx is passed on to
+// the helper, which kills the command's tree and still answers.
+func (c *Client) await(ctx context.Context, id uint32, cl *call, req Request, start time.Time) (backend.Result, error) {
 	// The helper enforces the timeout; the host only makes sure a helper that stopped
 	// answering (killed, frozen with SIGSTOP by a command) cannot hold the call forever.
 	grace := req.KillGrace

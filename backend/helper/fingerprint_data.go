@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "7d44e26af8afd525763f0e27f277fb764b1c225b23ad4cf1f096fb3b23df6aa3"
+const SourceFingerprint = "d4bcb737c65893f81ba75552339fb661796f683aeee6785afb1dde1aa0506e01"
