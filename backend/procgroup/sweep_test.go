@@ -107,3 +107,61 @@ func lockedChildren() []int {
 	pids, _ := children()
 	return pids
 }
+
+// TestOrphansReapedWhileACommandRuns: as a subreaper, an orphan a command leaves that dies
+// while the command still runs is reaped then, not only when the command ends: a zombie
+// holds its PID, and a fork bomb of such orphans would starve the process of them.
+func TestOrphansReapedWhileACommandRuns(t *testing.T) {
+	if err := EnableSubreaper(); err != nil {
+		t.Skipf("subreaper: %v", err)
+	}
+	dir := t.TempDir()
+	pidfile, gate := filepath.Join(dir, "orphan"), filepath.Join(dir, "gate")
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan Outcome, 1)
+	go func() {
+		// The subshell exits at once, leaving its child to us; the child writes its PID
+		// and exits. The command runs on until the test removes the gate (10 s at most).
+		s := sh(`(sh -c 'echo $$ > ` + pidfile + `' &); i=0; while [ -e ` + gate + ` ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done`)
+		out, _ := Run(context.Background(), s)
+		done <- out
+	}()
+	defer func() { _ = os.Remove(gate); <-done }()
+	var pid string
+	for deadline := time.Now().Add(5 * time.Second); pid == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(pidfile)
+		if strings.HasSuffix(string(b), "\n") {
+			pid = strings.TrimSpace(string(b))
+		}
+	}
+	if pid == "" {
+		t.Fatal("the orphan never wrote its PID")
+	}
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if !zombieOfOurs(pid) {
+			break // reaped (or the PID is another process's by now)
+		}
+		if time.Now().After(deadline) {
+			stat, _ := os.ReadFile("/proc/" + pid + "/stat")
+			t.Fatalf("orphan %s is still a zombie of ours 2 s after it died, while its command runs: %s", pid, stat)
+		}
+	}
+	select {
+	case out := <-done:
+		t.Fatalf("the command ended before the check (%+v): the test proves nothing", out)
+	default:
+	}
+}
+
+// zombieOfOurs reports whether pid is a zombie whose parent is this process.
+func zombieOfOurs(pid string) bool {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	i := strings.LastIndexByte(string(stat), ')')
+	if err != nil || i < 0 {
+		return false
+	}
+	f := strings.Fields(string(stat[i+1:])) // state, ppid, ...
+	return len(f) > 1 && f[0] == "Z" && f[1] == strconv.Itoa(os.Getpid())
+}
