@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "d4bcb737c65893f81ba75552339fb661796f683aeee6785afb1dde1aa0506e01"
+const SourceFingerprint = "ccd46abd8153937ae408164e5b8a2bf5cfb9a765b75849ed2324337fcdc0f402"

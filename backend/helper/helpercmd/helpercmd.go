@@ -77,6 +77,7 @@ func Main(prog string, args []string, in io.Reader, out, errw io.Writer) int {
 	// helper (sshd sessions commonly run with 077).
 	unix.Umask(backend.Umask)
 	gctune.Apply(gctune.Helper)
+	helper.SpareProcessor()
 	if err := procgroup.EnableSubreaper(); err != nil {
 		return say("subreaper: ", err)
 	}
