@@ -142,7 +142,22 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 		old.close(cctx)
 		cancel()
 	}
-	var notes []string
+	id, why, recreated, notes, err := e.readyContainer(ctx, id, why)
+	if err != nil {
+		return nil, err
+	}
+	r, more := e.startResident(ctx, id, why, recreated)
+	if err := e.settle(r); err != nil {
+		return nil, err
+	}
+	return append(notes, more...), nil
+}
+
+// readyContainer checks that container id (none when empty) still runs, and makes the
+// session's container when it does not: it returns the container's ID, why the environment
+// is being prepared (the container's fate, when it was recreated), whether it was, and the
+// note that says so.
+func (e *Env) readyContainer(ctx context.Context, id, why string) (string, string, bool, []string, error) {
 	recreated := false
 	if id != "" {
 		info, err := e.inspect(ctx, id)
@@ -150,105 +165,126 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 		case cerrdefs.IsNotFound(err):
 			why, id = "container "+e.name+" was removed", ""
 		case err != nil:
-			return nil, err
+			return "", why, false, nil, err
 		case info.State == nil || !info.State.Running:
 			why, id = "container "+e.name+" had stopped", ""
 		}
 		recreated = id == ""
 	}
-	if id == "" {
-		if e.prepareHook != nil {
-			e.prepareHook("ensure")
-		}
-		newID, note, err := e.ensureContainer(ctx)
-		if err != nil {
-			return nil, err
-		}
-		e.mu.Lock()
-		e.containerID = newID // recorded at once, for a Close that waits for this repair
-		e.mu.Unlock()
-		if e.prepareHook != nil {
-			e.prepareHook("ensured")
-		}
-		info, err := e.inspect(ctx, newID)
-		if err != nil {
-			return nil, err
-		}
-		if recreated {
-			notes = append(notes, "environment recreated: "+why+"; "+note)
-		}
-		e.mu.Lock()
-		if info.Config != nil {
-			e.containerEnv = info.Config.Env
-		}
-		if recreated {
-			e.helperStarts = 0 // the helper did not fail: its container went away
-		}
-		e.mu.Unlock()
-		id = newID
+	if id != "" {
+		return id, why, false, nil, nil
 	}
-
-	mode := ModeExec
-	var a *helperConn
+	if e.prepareHook != nil {
+		e.prepareHook("ensure")
+	}
+	newID, note, err := e.ensureContainer(ctx)
+	if err != nil {
+		return "", why, recreated, nil, err
+	}
 	e.mu.Lock()
-	disabled, starts := e.helperDisabled, e.helperStarts
+	e.containerID = newID // recorded at once, for a Close that waits for this repair
 	e.mu.Unlock()
+	if e.prepareHook != nil {
+		e.prepareHook("ensured")
+	}
+	info, err := e.inspect(ctx, newID)
+	if err != nil {
+		return "", why, recreated, nil, err
+	}
+	var notes []string
+	if recreated {
+		notes = append(notes, "environment recreated: "+why+"; "+note)
+	}
+	e.mu.Lock()
+	if info.Config != nil {
+		e.containerEnv = info.Config.Env
+	}
+	if recreated {
+		e.helperStarts = 0 // the helper did not fail: its container went away
+	}
+	e.mu.Unlock()
+	return newID, why, recreated, notes, nil
+}
+
+// resident is what startResident made of the resident helper: the connection (nil in exec
+// mode), the mode, how many times it was started, and why it is disabled ("" when not).
+type resident struct {
+	conn     *helperConn
+	mode     string
+	starts   int
+	disabled string
+}
+
+// startResident starts the resident helper in container id unless it is disabled or has
+// stopped twice already, and returns it with the notes a caller shows: why (re)preparing is
+// why, and recreated says that the container is new.
+func (e *Env) startResident(ctx context.Context, id, why string, recreated bool) (resident, []string) {
+	e.mu.Lock()
+	r := resident{mode: ModeExec, starts: e.helperStarts, disabled: e.helperDisabled}
+	e.mu.Unlock()
+	if r.disabled != "" {
+		return r, nil
+	}
 	// What the fallback means: in allowlist mode there is none (see errNeedsHelper).
 	fallback, fallbackNow := "; commands start with one docker exec each (~45 ms)", "; commands now start with one docker exec each (~45 ms)"
 	if e.egressDir != "" {
 		fallback, fallbackNow = "", ""
 	}
-	if disabled == "" {
-		if starts >= 2 {
-			disabled = "the resident helper stopped twice (" + why + ")" + fallbackNow
-			notes = append(notes, disabled)
-		} else {
-			var err error
-			a, err = e.startHelper(ctx, id)
-			starts++
-			switch {
-			case err != nil:
-				disabled = "resident helper unavailable: " + err.Error() + fallback
-				e.log.Warn("falling back to one exec per command", "error", err)
-				if why != "" {
-					notes = append(notes, disabled)
-				}
-			case why != "" && !recreated:
-				mode = ModeHelper
-				notes = append(notes, "restarted the resident helper: "+why)
-			default:
-				mode = ModeHelper
-			}
-		}
+	if r.starts >= 2 {
+		r.disabled = "the resident helper stopped twice (" + why + ")" + fallbackNow
+		return r, []string{r.disabled}
 	}
+	var err error
+	r.conn, err = e.startHelper(ctx, id)
+	r.starts++
+	switch {
+	case err != nil:
+		r.disabled = "resident helper unavailable: " + err.Error() + fallback
+		e.log.Warn("falling back to one exec per command", "error", err)
+		if why != "" {
+			return r, []string{r.disabled}
+		}
+	case why != "" && !recreated:
+		r.mode = ModeHelper
+		return r, []string{"restarted the resident helper: " + why}
+	default:
+		r.mode = ModeHelper
+	}
+	return r, nil
+}
+
+// settle records r as the environment's resident helper and mode, with the notes every
+// result carries; in allowlist mode without a helper it is an error (errNeedsHelper), and
+// once the environment is closed backend.ErrClosed.
+func (e *Env) settle(r resident) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.rep.Closed() {
 		// Closed while repairing: Close, waiting for this repair, stops the helper and
 		// removes the container, which are recorded for it.
-		e.resident = a
-		return nil, backend.ErrClosed
+		e.resident = r.conn
+		return backend.ErrClosed
 	}
-	e.resident, e.mode, e.helperStarts, e.helperDisabled = a, mode, starts, disabled
+	e.resident, e.mode, e.helperStarts, e.helperDisabled = r.conn, r.mode, r.starts, r.disabled
 	e.notes = nil
-	if disabled != "" {
-		e.notes = append(e.notes, disabled)
+	if r.disabled != "" {
+		e.notes = append(e.notes, r.disabled)
 	}
-	if mode == ModeHelper && e.helper.bin != nil && !e.helper.bin.Static() {
+	if r.mode == ModeHelper && e.helper.bin != nil && !e.helper.bin.Static() {
 		e.notes = append(e.notes, e.helper.bin.LinkNote())
 	}
-	if n := helper.SiblingNote(); mode == ModeHelper && e.cfg.HelperBinary == "" && n != "" {
+	if n := helper.SiblingNote(); r.mode == ModeHelper && e.cfg.HelperBinary == "" && n != "" {
 		e.notes = append(e.notes, n)
 	}
 	if e.egressDir != "" {
 		e.notes = append(e.notes, "the container has no network of its own (network mode \"none\"); commands reach only [network] allow_domains, through Airlock's egress proxy, which the resident helper relays from 127.0.0.1 inside the container to a socket per command in "+e.egressDir)
-		if mode == ModeExec {
-			return nil, e.errNeedsHelper(disabled)
+		if r.mode == ModeExec {
+			return e.errNeedsHelper(r.disabled)
 		}
 	} else if e.cfg.Network != "none" {
 		e.notes = append(e.notes, "the container has network access (environment.docker.network = \""+e.cfg.Network+"\")")
 	}
-	return notes, nil
+	return nil
 }
 
 // wrapperScript runs one command in exec mode. The exec'd shell is a session and process
