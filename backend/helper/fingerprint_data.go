@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "ccd46abd8153937ae408164e5b8a2bf5cfb9a765b75849ed2324337fcdc0f402"
+const SourceFingerprint = "d536284e3d260ef97fcfaf1fefe45c72a1d5a3591cf5d36132d1041a2b448586"

@@ -92,9 +92,8 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 // Process is a command Start started and Wait has not yet seen to its end. Every Process
 // must be waited for: until then it is registered as a leader the sweep leaves alone.
 type Process struct {
-	proc      *os.Process
-	pgid      int
-	streams   [2]stream // stdout, stderr
+	proc      *os.Process // the leader, whose PID is its group's ID
+	streams   [2]stream   // stdout, stderr
 	buf       []byte
 	exitReady bool
 	start     time.Time
@@ -158,7 +157,7 @@ func Start(s Spec) (*Process, error) {
 	leaders[proc.Pid] = true
 	leadersMu.Unlock()
 	closeAll(outW, errW) // the child holds its own copies
-	p.proc, p.pgid = proc, proc.Pid
+	p.proc = proc
 	p.untrack = func() {}
 	if s.Track != nil {
 		p.untrack = s.Track(proc.Pid)
@@ -174,7 +173,7 @@ func Start(s Spec) (*Process, error) {
 // done, then kills what it left in its group and, where this process is a subreaper, what
 // escaped the group; it returns once the output pipes are drained (or PipeDrain has passed).
 func (p *Process) Wait(ctx context.Context) Outcome {
-	pgid := p.pgid
+	pgid := p.proc.Pid
 	// The timeout and ctx start a kill only when they come: no goroutine waits beside every
 	// command for an end that is nearly always its own.
 	k := killer{pgid: pgid, grace: p.grace, done: make(chan struct{})}
@@ -193,7 +192,7 @@ func (p *Process) Wait(ctx context.Context) Outcome {
 	timedOut, cancelled := k.exited()
 	// Whatever the command left running in its group dies with it.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	state, waitErr := p.proc.Wait()
+	state, _ := p.proc.Wait()
 	leadersMu.Lock()
 	delete(leaders, pgid)
 	leadersMu.Unlock()
@@ -208,7 +207,7 @@ func (p *Process) Wait(ctx context.Context) Outcome {
 	// The pipes end when the last process holding them has: at once, unless one escaped.
 	p.drainUntil(time.Now().Add(PipeDrain))
 	return Outcome{
-		ExitCode:  exitCode(state, waitErr),
+		ExitCode:  exitCode(state),
 		TimedOut:  timedOut,
 		Cancelled: cancelled,
 		Duration:  time.Since(p.start),
@@ -302,15 +301,11 @@ func closeAll(fs ...*os.File) {
 	}
 }
 
-// exitCode maps a finished process to a shell-style exit code: 128+N for death by signal N.
-func exitCode(ps *os.ProcessState, waitErr error) int {
+// exitCode maps a finished process to a shell-style exit code: 128+N for death by signal N,
+// -1 when it could not be waited for (ps is nil).
+func exitCode(ps *os.ProcessState) int {
 	if ps == nil {
-		var ee *exec.ExitError
-		if errors.As(waitErr, &ee) && ee.ProcessState != nil {
-			ps = ee.ProcessState
-		} else {
-			return -1
-		}
+		return -1
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return 128 + int(ws.Signal())
