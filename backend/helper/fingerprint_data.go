@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "d536284e3d260ef97fcfaf1fefe45c72a1d5a3591cf5d36132d1041a2b448586"
+const SourceFingerprint = "70ec45f2713d13b434edc62aedece945d4a7ccf026eb2b96796471d595133395"

@@ -136,21 +136,12 @@ func closeInherited() error {
 // commands, then serve.
 func helperServe(spec HelperSpec) int {
 	_ = os.Unsetenv(specEnv)
-	// Not dumpable: a command cannot open the helper's /proc entries (its stream among
-	// them). Commands get their own dumpable state back when they exec.
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		fmt.Fprintln(os.Stderr, "airlock helper: refusing to run dumpable:", err)
+	if err := PrepareProcess(); err != nil {
+		fmt.Fprintln(os.Stderr, "airlock helper:", err)
 		return 1
 	}
 	if err := sandbox.VerifyDropped(); err != nil {
 		fmt.Fprintln(os.Stderr, "airlock helper: refusing to serve holding capabilities:", err)
-		return 1
-	}
-	unix.Umask(backend.Umask)
-	gctune.Apply(gctune.Helper)
-	SpareProcessor()
-	if err := procgroup.EnableSubreaper(); err != nil {
-		fmt.Fprintln(os.Stderr, "airlock helper: subreaper:", err)
 		return 1
 	}
 	sb, err := helperSandbox(spec)
@@ -306,6 +297,27 @@ func (h *Helper) kill() {
 	case <-h.waited:
 	case <-time.After(5 * time.Second):
 	}
+}
+
+// PrepareProcess makes the process a helper, as every helper's main does before it serves:
+//   - not dumpable: a command cannot open the helper's /proc entries (its stream among
+//     them), and commands get their own dumpable state back when they exec;
+//   - the umask commands get on every backend, not the one of whatever started the helper
+//     (sshd sessions commonly run with 077);
+//   - the collector's settings (gctune.Helper) and a spare processor (SpareProcessor);
+//   - a subreaper, which inherits what a command's setsid children leave behind and kills
+//     them when the command ends.
+func PrepareProcess() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("refusing to run dumpable: %w", err)
+	}
+	unix.Umask(backend.Umask)
+	gctune.Apply(gctune.Helper)
+	SpareProcessor()
+	if err := procgroup.EnableSubreaper(); err != nil {
+		return fmt.Errorf("subreaper: %w", err)
+	}
+	return nil
 }
 
 // SpareProcessor gives the helper at least two of the Go runtime's processors (GOMAXPROCS),

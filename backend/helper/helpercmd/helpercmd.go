@@ -26,13 +26,8 @@ import (
 	"sync"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/helper"
-	"github.com/airlock-dev/airlock/backend/procgroup"
 	"github.com/airlock-dev/airlock/backend/sandbox"
-	"github.com/airlock-dev/airlock/internal/gctune"
 )
 
 // Usage is the command's synopsis after the program's name.
@@ -67,19 +62,9 @@ func Main(prog string, args []string, in io.Reader, out, errw io.Writer) int {
 	}
 	// Commands run as the helper's own user. Not dumpable, the helper's /proc entries (its
 	// stdin and stdout among them) belong to root, so a command cannot write frames into the
-	// stream or read other commands' requests; commands get their own dumpable state back
-	// when they exec. As a subreaper it inherits what a command's setsid children leave
-	// behind and kills them when the command ends.
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return say("refusing to run dumpable: ", err)
-	}
-	// Commands get the same umask on every backend, not the one of whatever started the
-	// helper (sshd sessions commonly run with 077).
-	unix.Umask(backend.Umask)
-	gctune.Apply(gctune.Helper)
-	helper.SpareProcessor()
-	if err := procgroup.EnableSubreaper(); err != nil {
-		return say("subreaper: ", err)
+	// stream or read other commands' requests (see helper.PrepareProcess).
+	if err := helper.PrepareProcess(); err != nil {
+		return say("", err)
 	}
 	sb, tmp, cleanup, err := buildSandbox()
 	if err != nil {
