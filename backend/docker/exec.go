@@ -142,44 +142,47 @@ func (e *Env) prepare(ctx context.Context, why string) ([]string, error) {
 		old.close(cctx)
 		cancel()
 	}
-	id, why, recreated, notes, err := e.readyContainer(ctx, id, why)
+	id, why, recreated, err := e.readyContainer(ctx, id, why)
 	if err != nil {
 		return nil, err
 	}
-	r, more := e.startResident(ctx, id, why, recreated)
+	r, notes := e.startResident(ctx, id, why, recreated != "")
 	if err := e.settle(r); err != nil {
 		return nil, err
 	}
-	return append(notes, more...), nil
+	if recreated != "" {
+		notes = append([]string{recreated}, notes...)
+	}
+	return notes, nil
 }
 
 // readyContainer checks that container id (none when empty) still runs, and makes the
 // session's container when it does not: it returns the container's ID, why the environment
-// is being prepared (the container's fate, when it was recreated), whether it was, and the
-// note that says so.
-func (e *Env) readyContainer(ctx context.Context, id, why string) (string, string, bool, []string, error) {
-	recreated := false
+// is being prepared (the container's fate, when it was recreated), and the note that says
+// it was recreated ("" when it was not).
+func (e *Env) readyContainer(ctx context.Context, id, why string) (newID, newWhy, recreated string, err error) {
+	replaced := false
 	if id != "" {
 		info, err := e.inspect(ctx, id)
 		switch {
 		case cerrdefs.IsNotFound(err):
 			why, id = "container "+e.name+" was removed", ""
 		case err != nil:
-			return "", why, false, nil, err
+			return "", why, "", err
 		case info.State == nil || !info.State.Running:
 			why, id = "container "+e.name+" had stopped", ""
 		}
-		recreated = id == ""
+		replaced = id == ""
 	}
 	if id != "" {
-		return id, why, false, nil, nil
+		return id, why, "", nil
 	}
 	if e.prepareHook != nil {
 		e.prepareHook("ensure")
 	}
 	newID, note, err := e.ensureContainer(ctx)
 	if err != nil {
-		return "", why, recreated, nil, err
+		return "", why, "", err
 	}
 	e.mu.Lock()
 	e.containerID = newID // recorded at once, for a Close that waits for this repair
@@ -189,21 +192,20 @@ func (e *Env) readyContainer(ctx context.Context, id, why string) (string, strin
 	}
 	info, err := e.inspect(ctx, newID)
 	if err != nil {
-		return "", why, recreated, nil, err
-	}
-	var notes []string
-	if recreated {
-		notes = append(notes, "environment recreated: "+why+"; "+note)
+		return "", why, "", err
 	}
 	e.mu.Lock()
 	if info.Config != nil {
 		e.containerEnv = info.Config.Env
 	}
-	if recreated {
+	if replaced {
 		e.helperStarts = 0 // the helper did not fail: its container went away
 	}
 	e.mu.Unlock()
-	return newID, why, recreated, notes, nil
+	if replaced {
+		return newID, why, "environment recreated: " + why + "; " + note, nil
+	}
+	return newID, why, "", nil
 }
 
 // resident is what startResident made of the resident helper: the connection (nil in exec
