@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "70ec45f2713d13b434edc62aedece945d4a7ccf026eb2b96796471d595133395"
+const SourceFingerprint = "019d9a0279e8ac1cf7a4d7b4d4c62baefc92246f8b2b08d03adb5623013a1e9f"

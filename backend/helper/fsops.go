@@ -28,9 +28,10 @@ import (
 // paths are clean and absolute, so with no link followed and no ".." in them, the directory
 // reached from "/" is the one reached from the root beneath it. Where the kernel has no
 // openat2 (before Linux 5.6) the same walk is done one component at a time with openat and
-// O_NOFOLLOW, which refuses a link in every component just as well. What is checked (fstat: a regular file, its size, its link count) is the
-// open file that is then read; a write goes to a temporary file created in the directory's
-// descriptor and renamed over the name in that same descriptor.
+// O_NOFOLLOW, which refuses a link in every component just as well. What is checked (fstat:
+// a regular file, its size, its link count) is the open file that is then read; a write
+// goes to a temporary file created in the directory's descriptor and renamed over the name
+// in that same descriptor.
 
 // noOpenat2 is set once openat2 turned out to be missing, so later calls go straight to the
 // component walk.
