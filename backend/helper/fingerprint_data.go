@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "019d9a0279e8ac1cf7a4d7b4d4c62baefc92246f8b2b08d03adb5623013a1e9f"
+const SourceFingerprint = "c42b353e3feeec5c5ed31bf1250172a923b655c5acd48ffc1c85fdcffeb16937"

@@ -51,17 +51,39 @@ import (
 type source struct {
 	f      *os.File // keeps fd from being closed by its finalizer
 	fd     int
-	polled io.Reader
+	polled *os.File // the poller's duplicate of fd; nil while a restricted thread reads
 	direct bool
 }
 
 // setDirect sets how the reader of the moment reads. The descriptor and the poller's
 // duplicate share one open file, so the mode is the file's: blocking for a direct read,
 // non-blocking for the poller. It changes only when the reader's kind does.
+//
+// A direct reader closes the duplicate, which takes it out of the poller: left there, every
+// request the client wrote also woke the runtime's thread waiting in epoll_wait(2), which
+// found nothing to do (two context switches a command in `airlock bench`). A goroutine
+// reader makes a new one. Where that cannot be made, the reading stays direct: a goroutine
+// then waits in read(2), holding its thread, which is slower but reads the same.
 func (r *source) setDirect(direct bool) {
-	if r.direct != direct && unix.SetNonblock(r.fd, !direct) == nil {
-		r.direct = direct
+	if r.direct == direct {
+		return
 	}
+	if !direct {
+		p := pollableDup(r.fd, r.f.Name())
+		if p == nil {
+			return
+		}
+		r.polled, r.direct = p, false
+		return
+	}
+	if unix.SetNonblock(r.fd, false) != nil {
+		return
+	}
+	if r.polled != nil {
+		_ = r.polled.Close()
+		r.polled = nil
+	}
+	r.direct = true
 }
 
 // Read reads what is there, or waits for it.
@@ -117,7 +139,7 @@ func (s *server) stream(r io.Reader) (*bufio.Reader, *source) {
 	if !s.opts.Sandbox.Enforced() || s.opts.Spawner != nil || polled == io.Reader(f) {
 		return bufio.NewReaderSize(polled, size), nil
 	}
-	src := &source{f: f, fd: int(f.Fd()), polled: polled}
+	src := &source{f: f, fd: int(f.Fd()), polled: polled.(*os.File)}
 	return bufio.NewReaderSize(src, size), src
 }
 
@@ -287,15 +309,23 @@ func (s *server) end(err error) {
 // process made); the two share the non-blocking mode it sets. Where the duplicate cannot be
 // made, f is returned as it is.
 func pollable(f *os.File) io.Reader {
-	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if p := pollableDup(int(f.Fd()), f.Name()); p != nil {
+		return p
+	}
+	return f
+}
+
+// pollableDup is a non-blocking duplicate of fd, in the poller, or nil when it cannot be made.
+func pollableDup(fd int, name string) *os.File {
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return f
+		return nil
 	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		_ = unix.Close(fd)
-		return f
+	if err := unix.SetNonblock(dup, true); err != nil {
+		_ = unix.Close(dup)
+		return nil
 	}
-	return os.NewFile(uintptr(fd), f.Name())
+	return os.NewFile(uintptr(dup), name)
 }
 
 // pipeOrSocket reports whether f is a pipe or a socket. It puts f's descriptor in blocking
