@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "c42b353e3feeec5c5ed31bf1250172a923b655c5acd48ffc1c85fdcffeb16937"
+const SourceFingerprint = "189c979bf0e72eb7c18a4744b6f68ceb53e1c6fbd0dcf6a57d9680e7e7c3b869"

@@ -16,6 +16,13 @@ import (
 // the leader's exit and the pipes' end are seen by the same system call. A command that
 // writes keeps the loop reading, so a full pipe never blocks it; what a writer does (a
 // capped buffer, a live copy) it does as the output arrives.
+//
+// The waiting process holds its own copies of the pipes' write ends until the leader has
+// exited. A pipe tells its reader only of its last writer's close, so a command's end wakes
+// the waiter once, with its exit, rather than three times (its stdout closed, its stderr
+// closed, its exit: each a poll(2) round, and on a busy core the waiter taking the core
+// from the exiting command twice). Closing the copies then leaves the pipes to whoever
+// still holds them: at once at their end, unless a process escaped the group.
 
 // stream is the read end of one output pipe, non-blocking, and where its bytes go.
 type stream struct {
@@ -122,6 +129,7 @@ func (p *Process) waitLeader(pid int) {
 	}
 	defer done()
 	for {
+		p.leaderPolls++
 		ok := p.poll(fd, -1)
 		if !ok {
 			waitExit(pid) // not expected; the pipes are read after the exit
@@ -223,7 +231,18 @@ func (s *stream) readAvailable(buf []byte) {
 	}
 }
 
+// closeWriteEnds closes this process's copies of the pipes' write ends, once.
+func (p *Process) closeWriteEnds() {
+	for i, f := range p.writeEnds {
+		if f != nil {
+			_ = f.Close()
+			p.writeEnds[i] = nil
+		}
+	}
+}
+
 func (p *Process) closeStreams() {
+	p.closeWriteEnds()
 	for i := range p.streams {
 		if s := &p.streams[i]; s.fd >= 0 {
 			_ = unix.Close(s.fd)

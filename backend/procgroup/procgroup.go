@@ -92,14 +92,19 @@ func Run(ctx context.Context, s Spec) (Outcome, error) {
 // Process is a command Start started and Wait has not yet seen to its end. Every Process
 // must be waited for: until then it is registered as a leader the sweep leaves alone.
 type Process struct {
-	proc      *os.Process // the leader, whose PID is its group's ID
-	streams   [2]stream   // stdout, stderr
+	proc    *os.Process // the leader, whose PID is its group's ID
+	streams [2]stream   // stdout, stderr
+	// writeEnds are this process's copies of the pipes' write ends, held until the leader
+	// has exited (see the top of output.go).
+	writeEnds [2]*os.File
 	buf       []byte
 	exitReady bool
-	start     time.Time
-	timeout   time.Duration
-	grace     time.Duration
-	untrack   func() // Spec.Track's, called once the leader exited, before it is reaped
+	// leaderPolls counts the poll(2) rounds until the leader's exit was seen (tests read it).
+	leaderPolls int
+	start       time.Time
+	timeout     time.Duration
+	grace       time.Duration
+	untrack     func() // Spec.Track's, called once the leader exited, before it is reaped
 	// restricted is Spec.Restricted.
 	restricted bool
 	// aside is Spec.Aside until it was ready.
@@ -156,8 +161,7 @@ func Start(s Spec) (*Process, error) {
 	}
 	leaders[proc.Pid] = true
 	leadersMu.Unlock()
-	closeAll(outW, errW) // the child holds its own copies
-	p.proc = proc
+	p.proc, p.writeEnds = proc, w
 	p.untrack = func() {}
 	if s.Track != nil {
 		p.untrack = s.Track(proc.Pid)
@@ -188,6 +192,7 @@ func (p *Process) Wait(ctx context.Context) Outcome {
 	// is reaped its PID, and so the group ID, cannot be given to another process, so every
 	// signal below reaches this command's group and nobody else's.
 	p.waitLeader(pgid)
+	p.closeWriteEnds()
 	p.untrack()
 	timedOut, cancelled := k.exited()
 	// Whatever the command left running in its group dies with it.

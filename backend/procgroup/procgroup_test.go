@@ -171,6 +171,23 @@ func TestAsideWatchedWhileTheCommandRuns(t *testing.T) {
 	}
 }
 
+// TestOutputClosedBeforeTheEnd: a command that closes its stdout and stderr and runs on is
+// seen to end by its exit alone, in one poll(2) round: the waiter holds the pipes' write
+// ends until then, so their closing wakes nobody (it took two rounds or three before).
+func TestOutputClosedBeforeTheEnd(t *testing.T) {
+	t.Parallel()
+	p, err := Start(sh("exec >&- 2>&-; sleep 0.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := p.Wait(context.Background()); o.ExitCode != 0 {
+		t.Fatalf("exit %d, want 0", o.ExitCode)
+	}
+	if p.leaderPolls != 1 {
+		t.Fatalf("the waiter polled %d times before the leader's exit, want 1: the pipes' closing woke it", p.leaderPolls)
+	}
+}
+
 // TestEnvironAsOSExecGivesIt: a command's environment is what os/exec would give it (the
 // last of a name wins, entries without "=" kept, empty ones dropped, NUL refused), also
 // when the same environment comes again, and when a caller rewrites the slice it passed.
