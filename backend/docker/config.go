@@ -264,6 +264,33 @@ func (c Config) Validate() error {
 	if !path.IsAbs(c.Workdir) || path.Clean(c.Workdir) == "/" {
 		bad("workdir", "must be an absolute path below /, got %q", c.Workdir)
 	}
+	c.validateMounts(bad)
+	c.validateResources(bad)
+	c.validateProcess(bad)
+	if err := c.validatePool(); err != nil {
+		errs = append(errs, err)
+	}
+	for name := range c.Env {
+		switch {
+		case !backend.ValidName(name):
+			bad("env", "%q is not a valid variable name", name)
+		case backend.IsSecretName(name):
+			bad("env", "%q looks like a secret; secrets never reach commands", name)
+		}
+	}
+	if c.DefaultTimeout < 0 || c.KillGrace < 0 || c.MaxOutputBytes < 0 {
+		errs = append(errs, errors.New("environment: timeout, kill_grace and max_output_bytes must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// complaint records that key k (below environment.docker) cannot work, and why.
+type complaint func(k, format string, args ...any)
+
+// validateMounts checks the volumes and tmpfs mounts: each target a path of its own that
+// mounts over nothing the container needs, each host directory allowed (CheckHostPath) and
+// not inside another volume's writable one.
+func (c Config) validateMounts(bad complaint) {
 	targets := map[string]string{"/tmp": "the /tmp tmpfs", markDir: "the resident helper's directory", egressMount: "the egress proxy's sockets"}
 	checkTarget := func(k, p string) {
 		switch {
@@ -307,6 +334,11 @@ func (c Config) Validate() error {
 	for i, t := range c.Tmpfs {
 		checkTarget(fmt.Sprintf("tmpfs[%d].path", i), t.Path)
 	}
+}
+
+// validateResources checks the container's name and network and its limits, each of which
+// a container always has: zero is refused rather than read as "none".
+func (c Config) validateResources(bad complaint) {
 	switch {
 	case c.TmpSize == 0:
 		bad("tmp_size", "0 would remove the /tmp size limit, and /tmp always has one; leave the key out for the default (256m) or give a size such as \"1g\"")
@@ -337,6 +369,11 @@ func (c Config) Validate() error {
 	if c.PidsLimit < 0 {
 		bad("pids_limit", "must not be negative")
 	}
+}
+
+// validateProcess checks who commands run as and with what: the user, added capabilities,
+// the helper's mode and the idle container's lifetime.
+func (c Config) validateProcess(bad complaint) {
 	if !userRE.MatchString(c.User) {
 		bad("user", "want uid:gid or a user name, got %q", c.User)
 	}
@@ -351,21 +388,6 @@ func (c Config) Validate() error {
 	if c.IdleTTL < 0 {
 		bad("idle_ttl", "must not be negative")
 	}
-	if err := c.validatePool(); err != nil {
-		errs = append(errs, err)
-	}
-	for name := range c.Env {
-		switch {
-		case !backend.ValidName(name):
-			bad("env", "%q is not a valid variable name", name)
-		case backend.IsSecretName(name):
-			bad("env", "%q looks like a secret; secrets never reach commands", name)
-		}
-	}
-	if c.DefaultTimeout < 0 || c.KillGrace < 0 || c.MaxOutputBytes < 0 {
-		errs = append(errs, errors.New("environment: timeout, kill_grace and max_output_bytes must not be negative"))
-	}
-	return errors.Join(errs...)
 }
 
 // validatePool checks warm_pool: the record's Validate, at config load, as well as New.
