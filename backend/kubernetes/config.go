@@ -216,6 +216,36 @@ func (c Config) Validate() error {
 	case c.StorageClass != "" && c.WorkspaceVolume != VolumePVC:
 		bad("storage_class", `only with workspace_volume = %q: an emptyDir has no storage class`, VolumePVC)
 	}
+	c.validatePlacement(bad)
+	switch c.NetworkPolicyEnforcement {
+	case EnforceDetect, EnforceAssume, EnforceOff:
+	default:
+		bad("network_policy_enforcement", "want detect, assume or off, got %q", c.NetworkPolicyEnforcement)
+	}
+	switch c.Network {
+	case backend.NetworkNone, backend.NetworkOpen, backend.NetworkAllowlist:
+	default:
+		errs = append(errs, fmt.Errorf("[network] mode %q: the kubernetes backend gives none, allowlist or open", c.Network))
+	}
+	if c.deniesEgress() && c.NetworkPolicyEnforcement == EnforceOff {
+		errs = append(errs, fmt.Errorf(key+`network_policy_enforcement = "off" says the cluster does not enforce NetworkPolicy, so [network] mode %q cannot hold: pods would reach the network; use a network plugin that enforces it (Calico, Cilium), or set [network] mode = "open" knowingly`, c.Network))
+	}
+	if err := c.validatePool(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.PodStartTimeout.D() <= 0 {
+		bad("pod_start_timeout", "must be above 0: every wait has a deadline")
+	}
+	return errors.Join(errs...)
+}
+
+// complaint records that key k (below environment.kubernetes) cannot work, and why.
+type complaint func(k, format string, args ...any)
+
+// validatePlacement checks where pods go and under which names: the namespace, runtime
+// class, service account and storage class as Kubernetes names, the node selector's labels
+// and the tolerations' operators and effects.
+func (c Config) validatePlacement(bad complaint) {
 	for _, n := range []struct{ k, v string }{{"namespace", c.Namespace}, {"runtime_class", c.RuntimeClass}, {"service_account", c.ServiceAccount}, {"storage_class", c.StorageClass}} {
 		if n.v == "" {
 			continue
@@ -241,26 +271,6 @@ func (c Config) Validate() error {
 			bad(fmt.Sprintf("tolerations[%d].effect", i), "want NoSchedule, PreferNoSchedule or NoExecute, got %q", t.Effect)
 		}
 	}
-	switch c.NetworkPolicyEnforcement {
-	case EnforceDetect, EnforceAssume, EnforceOff:
-	default:
-		bad("network_policy_enforcement", "want detect, assume or off, got %q", c.NetworkPolicyEnforcement)
-	}
-	switch c.Network {
-	case backend.NetworkNone, backend.NetworkOpen, backend.NetworkAllowlist:
-	default:
-		errs = append(errs, fmt.Errorf("[network] mode %q: the kubernetes backend gives none, allowlist or open", c.Network))
-	}
-	if c.deniesEgress() && c.NetworkPolicyEnforcement == EnforceOff {
-		errs = append(errs, fmt.Errorf(key+`network_policy_enforcement = "off" says the cluster does not enforce NetworkPolicy, so [network] mode %q cannot hold: pods would reach the network; use a network plugin that enforces it (Calico, Cilium), or set [network] mode = "open" knowingly`, c.Network))
-	}
-	if err := c.validatePool(); err != nil {
-		errs = append(errs, err)
-	}
-	if c.PodStartTimeout.D() <= 0 {
-		bad("pod_start_timeout", "must be above 0: every wait has a deadline")
-	}
-	return errors.Join(errs...)
 }
 
 // Resolve makes the section's host paths absolute.
