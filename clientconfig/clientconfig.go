@@ -21,6 +21,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/airlock-dev/airlock/tool"
 )
 
 // Clients Airlock can install into.
@@ -183,7 +185,7 @@ func planClaude(t Target, base string) ([]Change, []string, error) {
 		return nil, nil, err
 	}
 	return []Change{servers, settings}, append(notes, fmt.Sprintf("set MCP_TOOL_TIMEOUT=%d000 in the environment Claude Code starts from "+
-		"for a tool timeout above Airlock's own waits (45 s by default)", t.ToolTimeoutSec)), nil
+		"for a tool timeout above Airlock's own waits (%d s by default)", t.ToolTimeoutSec, int(tool.CallWaitMax.Seconds()))), nil
 }
 
 // setServer puts Airlock's entry under m[key][ServerName], replacing an older one whole.

@@ -4,8 +4,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/airlock-dev/airlock/approval"
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/schema"
+	"github.com/airlock-dev/airlock/tool"
 )
 
 // Toolsets are the toolsets [tools] enabled may name.
@@ -29,11 +31,11 @@ type Jobs struct {
 
 func defaultJobs() Jobs {
 	return Jobs{
-		PromoteAfter: backend.Duration(45 * time.Second),
+		PromoteAfter: backend.Duration(tool.CallWaitMax),
 		Timeout:      backend.Duration(time.Hour),
 		BufferBytes:  1 << 20,
 		MaxRunning:   16,
-		MaxWait:      backend.Duration(45 * time.Second),
+		MaxWait:      backend.Duration(tool.CallWaitMax),
 	}
 }
 
@@ -50,15 +52,11 @@ type MCP struct {
 
 func defaultMCP() MCP {
 	return MCP{
-		ApprovalTTL:     backend.Duration(10 * time.Minute),
-		ElicitationWait: backend.Duration(40 * time.Second),
-		ApprovalWaitMax: backend.Duration(45 * time.Second),
+		ApprovalTTL:     backend.Duration(approval.DefaultTTL),
+		ElicitationWait: backend.Duration(approval.DefaultAskWait),
+		ApprovalWaitMax: backend.Duration(tool.CallWaitMax),
 	}
 }
-
-// clientTimeout is the tool-call timeout of the common clients (Claude Code, Codex): a wait
-// inside one call must end before it.
-const clientTimeout = 60 * time.Second
 
 func (c *Config) validateAgentFacing() schema.Violations {
 	var vs schema.Violations
@@ -68,14 +66,14 @@ func (c *Config) validateAgentFacing() schema.Violations {
 	}{
 		{"jobs.max_wait", c.Jobs.MaxWait}, {"mcp.elicitation_wait", c.MCP.ElicitationWait}, {"mcp.approval_wait_max", c.MCP.ApprovalWaitMax},
 	} {
-		if w.d.D() <= 0 || w.d.D() >= clientTimeout {
+		if w.d.D() <= 0 || w.d.D() >= tool.ClientCallTimeout {
 			vs = append(vs, schema.Violation{Path: w.path, Message: "must be above 0 and below 60s, the clients' tool timeout"})
 		}
 	}
 	if c.MCP.ApprovalTTL.D() <= 0 {
 		vs = append(vs, schema.Violation{Path: "mcp.approval_ttl", Message: "must be greater than 0"})
 	}
-	if c.Jobs.PromoteAfter.D() >= clientTimeout {
+	if c.Jobs.PromoteAfter.D() >= tool.ClientCallTimeout {
 		vs = append(vs, schema.Violation{Path: "jobs.promote_after", Message: "must be below 60s, the clients' tool timeout (0 turns promotion off)"})
 	}
 	return vs

@@ -32,8 +32,8 @@ const (
 
 // Default waits of [WithPendingApprovals].
 const (
-	DefaultApprovalTTL = 10 * time.Minute
-	DefaultAskWait     = 40 * time.Second
+	DefaultApprovalTTL = approval.DefaultTTL
+	DefaultAskWait     = approval.DefaultAskWait
 )
 
 // WithPendingApprovals makes the runtime the one that waits for a person: questions go to

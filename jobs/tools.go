@@ -56,7 +56,7 @@ func Tools(m *Manager, opts ToolOptions) []tool.Definition {
 		opts.MaxReadBytes = 64 << 10
 	}
 	if opts.MaxWait <= 0 {
-		opts.MaxWait = 45 * time.Second
+		opts.MaxWait = tool.CallWaitMax
 	}
 	readArg := fmt.Sprintf(`"max_bytes": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Most bytes of output to return (default and maximum %d)."}`, opts.MaxReadBytes, opts.MaxReadBytes)
 	return []tool.Definition{

@@ -82,10 +82,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		opts.Logger = hclog.NewNullLogger()
 	}
 	if opts.ElicitWait <= 0 {
-		opts.ElicitWait = 40 * time.Second
+		opts.ElicitWait = approval.DefaultAskWait
 	}
 	if opts.ApprovalWaitMax <= 0 {
-		opts.ApprovalWaitMax = 45 * time.Second
+		opts.ApprovalWaitMax = tool.CallWaitMax
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
