@@ -114,47 +114,70 @@ func buildSpec(cfg Config, imageID string, bin binaryInfo, gVisor bool) (spec, e
 	}
 	sort.Strings(s.Env)
 
+	mounts, err := specMounts(cfg, s.ReadOnlyRootfs && strings.HasPrefix(s.Helper, "sha256:"), bin.size)
+	if err != nil {
+		return spec{}, err
+	}
+	s.Mounts = mounts
+	s.Capabilities = specCapabilities(cfg.CapAdd, s.HelperRunAs != "")
+	specResources(cfg, &s)
+	return s, nil
+}
+
+// specMounts are the container's mounts: the volumes (their host paths checked again), the
+// /tmp tmpfs, the configured tmpfs mounts, and the resident helper's own tmpfs where the root
+// filesystem is read-only (helperTmpfs, sized for a binary of helperSize bytes).
+func specMounts(cfg Config, helperTmpfs bool, helperSize int64) ([]specs.Mount, error) {
+	var ms []specs.Mount
 	for _, v := range cfg.Volumes {
 		real, err := CheckHostPath(v.Host, cfg.Host)
 		if err != nil {
-			return spec{}, err
+			return nil, err
 		}
 		mode := "rw"
 		if v.ReadOnly {
 			mode = "ro"
 		}
-		s.Mounts = append(s.Mounts, specs.Mount{Destination: v.Container, Type: "bind", Source: real,
+		ms = append(ms, specs.Mount{Destination: v.Container, Type: "bind", Source: real,
 			Options: []string{"rbind", "rprivate", mode}})
 	}
 	tmp := append(append([]string(nil), tmpOptions...), "size="+strconv.FormatInt(int64(cfg.TmpSize), 10))
-	s.Mounts = append(s.Mounts, specs.Mount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: tmp})
+	ms = append(ms, specs.Mount{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: tmp})
 	for _, t := range cfg.Tmpfs {
 		opts := append([]string(nil), tmpOptions...)
 		if t.Size > 0 {
 			opts = append(opts, "size="+strconv.FormatInt(int64(t.Size), 10))
 		}
-		s.Mounts = append(s.Mounts, specs.Mount{Destination: t.Path, Type: "tmpfs", Source: "tmpfs", Options: opts})
+		ms = append(ms, specs.Mount{Destination: t.Path, Type: "tmpfs", Source: "tmpfs", Options: opts})
 	}
-	if s.ReadOnlyRootfs && strings.HasPrefix(s.Helper, "sha256:") {
-		opts := append(append([]string(nil), helperTmpfsOptions...), "size="+strconv.FormatInt(helperTmpfsSize(bin.size), 10))
-		s.Mounts = append(s.Mounts, specs.Mount{Destination: markDir, Type: "tmpfs", Source: "tmpfs", Options: opts})
+	if helperTmpfs {
+		opts := append(append([]string(nil), helperTmpfsOptions...), "size="+strconv.FormatInt(helperTmpfsSize(helperSize), 10))
+		ms = append(ms, specs.Mount{Destination: markDir, Type: "tmpfs", Source: "tmpfs", Options: opts})
 	}
+	return ms, nil
+}
 
-	caps := make([]string, 0, len(cfg.CapAdd))
-	for _, c := range cfg.CapAdd {
+// specCapabilities are the capabilities of the container's processes: those cap_add names
+// (with or without CAP_), and the helper's own when it runs commands as another user.
+func specCapabilities(add []string, helperRunsAs bool) specs.LinuxCapabilities {
+	caps := make([]string, 0, len(add))
+	for _, c := range add {
 		c = strings.ToUpper(c)
 		if !strings.HasPrefix(c, "CAP_") {
 			c = "CAP_" + c
 		}
 		caps = append(caps, c)
 	}
-	if s.HelperRunAs != "" {
+	if helperRunsAs {
 		caps = append(caps, helperCaps...)
 	}
 	sort.Strings(caps)
 	caps = slices.Compact(caps)
-	s.Capabilities = specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps}
+	return specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps}
+}
 
+// specResources sets s's memory, CPU and process limits from cfg.
+func specResources(cfg Config, s *spec) {
 	if cfg.Memory > 0 {
 		m := int64(cfg.Memory)
 		s.Resources.Memory = &specs.LinuxMemory{Limit: &m, Swap: &m}
@@ -168,7 +191,6 @@ func buildSpec(cfg Config, imageID string, bin binaryInfo, gVisor bool) (spec, e
 		n := cfg.PidsLimit
 		s.Resources.Pids = &specs.LinuxPids{Limit: &n}
 	}
-	return s, nil
 }
 
 // errVolumeChanged marks a volume whose host directory may no longer be mounted.
