@@ -204,19 +204,7 @@ func New(ctx context.Context, cfg *configs.Config, opts ...Option) (*Engine, err
 		}
 		e.opts.approver = e.approvals
 	}
-	// The embedded classifier (~4 ms to build) and the command tool's schemas (~0.9 ms,
-	// which its first call would compile) are made beside the environment's start, which
-	// mostly waits for another process; the gate and the tool take them, made, later. One
-	// goroutine, one after the other: on two cores the helper starting needs the other.
-	warmRules, warmTool := cfg.Approvals.Rules.IsZero(), e.enabled(terminal.Toolset)
-	go func() {
-		if warmRules {
-			_, _ = shellrisk.NewClassifier(shellrisk.RulesConfig{})
-		}
-		if warmTool {
-			tool.Warm(terminal.Definition(terminal.Options{}))
-		}
-	}()
+	go warmUp(cfg.Approvals.Rules.IsZero(), e.enabled(terminal.Toolset))
 	if e.envs, err = openEnvironments(ctx, cfg, e.log, e.metrics, o.private); err != nil {
 		_ = e.ledger.Close()
 		e.stopMetrics(ctx)
@@ -239,6 +227,20 @@ func New(ctx context.Context, cfg *configs.Config, opts ...Option) (*Engine, err
 		go e.reap()
 	}
 	return e, nil
+}
+
+// warmUp makes the embedded classifier (~4 ms to build; rules: the configuration has no
+// rules of its own) and the command tool's schemas (~0.9 ms, which its first call would
+// compile; command: the terminal toolset is on). New runs it beside the environment's start,
+// which mostly waits for another process; the gate and the tool take them, made, later. One
+// goroutine, one after the other: on two cores the helper starting needs the other.
+func warmUp(rules, command bool) {
+	if rules {
+		_, _ = shellrisk.NewClassifier(shellrisk.RulesConfig{})
+	}
+	if command {
+		tool.Warm(terminal.Definition(terminal.Options{}))
+	}
 }
 
 // mkSessionsDir makes the directory named sessions keep their state in, unless none is kept.
