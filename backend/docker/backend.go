@@ -13,6 +13,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 	"github.com/hashicorp/go-hclog"
 
@@ -128,22 +129,12 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 		policy:  backend.EnvPolicy{Passthrough: cfg.EnvPassthrough},
 	}
 	e.rep = backend.NewRepairer(e.log, e.logName, e.mended, e.prepare)
-	if err := e.ping(ctx); err != nil {
-		_ = cli.Close()
-		return nil, err
-	}
-	rt, err := e.runtimeInForce(ctx)
+	img, rt, err := e.probe(ctx)
 	if err != nil {
 		_ = cli.Close()
 		return nil, err
 	}
-	e.runtimeNote = rt.note
-	img, err := e.inspectImage(ctx)
-	if err != nil {
-		_ = cli.Close()
-		return nil, err
-	}
-	e.imgArch = img.Architecture
+	e.runtimeNote, e.imgArch = rt.note, img.Architecture
 	if cfg.Helper != HelperOff {
 		e.helperBin, e.helper = e.checkHelper()
 	}
@@ -184,6 +175,20 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
 		e.rep.Owe(e.helperDisabled)
 	}
 	return e, nil
+}
+
+// probe asks the daemon what the environment stands on before anything is made: that it
+// answers, the OCI runtime in force, and the image.
+func (e *Env) probe(ctx context.Context) (image.InspectResponse, ociRuntime, error) {
+	if err := e.ping(ctx); err != nil {
+		return image.InspectResponse{}, ociRuntime{}, err
+	}
+	rt, err := e.runtimeInForce(ctx)
+	if err != nil {
+		return image.InspectResponse{}, ociRuntime{}, err
+	}
+	img, err := e.inspectImage(ctx)
+	return img, rt, err
 }
 
 func newClient(host string) (*client.Client, string, error) {
