@@ -395,12 +395,7 @@ func (e *Env) execOnce(ctx context.Context, id string, req backend.Request, dir 
 		cancelled = true
 	}
 	if timedOut || cancelled {
-		kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.KillGrace+cleanupTimeout)
-		tenths := strconv.FormatInt(int64(e.cfg.KillGrace/(100*time.Millisecond)), 10)
-		if _, err := e.rawExec(kctx, id, rawExec{user: e.cfg.User, cmd: []string{"/bin/sh", "-c", killScript, "kill", pidf, tenths}}); err != nil {
-			e.log.Warn("kill of timed-out command failed", "error", err)
-		}
-		kcancel()
+		e.killExec(ctx, id, pidf)
 		select {
 		case <-done:
 		case <-time.After(pipeDrain):
@@ -415,16 +410,34 @@ func (e *Env) execOnce(ctx context.Context, id string, req backend.Request, dir 
 	}
 	res := backend.Captured(stdout, stderr)
 	if code == 125 && bytes.HasPrefix(res.Stderr, []byte("airlock-wrapper:")) {
-		line, _, _ := strings.Cut(string(res.Stderr), "\n")
-		kind, what, _ := strings.Cut(strings.TrimPrefix(line, "airlock-wrapper:"), ":")
-		if kind == "outside" {
-			return backend.Result{}, fmt.Errorf("%w: working directory %q resolves to %s, outside %s", backend.ErrOutsideWorkspace, req.Dir, what, e.cfg.Workdir)
-		}
-		return backend.Result{}, fmt.Errorf("%w: working directory %q does not exist in the container", backend.ErrInvalidRequest, what)
+		return backend.Result{}, e.wrapperRefusal(res.Stderr, req.Dir)
 	}
 	res.ExitCode, res.Duration = code, time.Since(start)
 	res.TimedOut, res.Cancelled = timedOut, cancelled
 	return res, nil
+}
+
+// killExec kills the tree of the command whose wrapper wrote its PID to pidf in container
+// id: TERM, then KILL after the kill grace (killScript).
+func (e *Env) killExec(ctx context.Context, id, pidf string) {
+	kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.KillGrace+cleanupTimeout)
+	defer kcancel()
+	tenths := strconv.FormatInt(int64(e.cfg.KillGrace/(100*time.Millisecond)), 10)
+	if _, err := e.rawExec(kctx, id, rawExec{user: e.cfg.User, cmd: []string{"/bin/sh", "-c", killScript, "kill", pidf, tenths}}); err != nil {
+		e.log.Warn("kill of timed-out command failed", "error", err)
+	}
+}
+
+// wrapperRefusal is the error the wrapper script reported on its first stderr line
+// ("airlock-wrapper:KIND:WHAT") instead of starting the command: a working directory dir
+// that resolves outside the workspace, or does not exist.
+func (e *Env) wrapperRefusal(stderr []byte, dir string) error {
+	line, _, _ := strings.Cut(string(stderr), "\n")
+	kind, what, _ := strings.Cut(strings.TrimPrefix(line, "airlock-wrapper:"), ":")
+	if kind == "outside" {
+		return fmt.Errorf("%w: working directory %q resolves to %s, outside %s", backend.ErrOutsideWorkspace, dir, what, e.cfg.Workdir)
+	}
+	return fmt.Errorf("%w: working directory %q does not exist in the container", backend.ErrInvalidRequest, what)
 }
 
 // execErr maps an exec failure: a missing or stopped container needs repair, a daemon that
