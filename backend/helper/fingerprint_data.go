@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "189c979bf0e72eb7c18a4744b6f68ceb53e1c6fbd0dcf6a57d9680e7e7c3b869"
+const SourceFingerprint = "30ee911cc49c185ea7ee5ce5e16e779fad6867113001b7aba93a0ec7aeeca853"

@@ -338,33 +338,8 @@ func fileWrite(req backend.FileRequest) (backend.FileResult, error) {
 		return backend.FileResult{}, err
 	}
 	defer unix.Close(dfd)
-	// The file being replaced is looked at through a descriptor of its own: its mode is
-	// kept, a second hard link refuses the write (the other names would keep the old
-	// content, which a caller would not expect), and a patch's digest is compared with what
-	// is there now.
-	var perm uint32
-	created := true
-	old, st, err := openRegular(dfd, base)
-	switch {
-	case err == nil:
-		created, perm = false, st.Mode&0o7777
-		if req.ExpectSHA256 != "" {
-			data, rerr := readLimited(old, st, max(req.MaxBytes, st.Size), base)
-			if rerr != nil {
-				old.Close()
-				return backend.FileResult{}, rerr
-			}
-			if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != req.ExpectSHA256 {
-				old.Close()
-				return backend.FileResult{}, fileErr(backend.FileStale, "%s changed since it was read", base)
-			}
-		}
-		old.Close()
-	case isCode(err, backend.FileNotFound):
-		if req.ExpectSHA256 != "" {
-			return backend.FileResult{}, fileErr(backend.FileStale, "%s was removed since it was read", base)
-		}
-	default:
+	created, perm, err := replaced(dfd, base, req)
+	if err != nil {
 		return backend.FileResult{}, err
 	}
 	if req.MinFreeBytes > 0 {
@@ -414,6 +389,39 @@ func fileWrite(req backend.FileRequest) (backend.FileResult, error) {
 		unix.Close(d)
 	}
 	return backend.FileResult{Created: created, Size: int64(len(req.Data))}, nil
+}
+
+// replaced looks at the file a write of req replaces, base in the directory dfd holds,
+// through a descriptor of its own: whether there is none (created) and its mode, which the
+// write keeps (perm). A second hard link refuses the write (the other names would keep the
+// old content, which a caller would not expect), and a patch's digest is compared with
+// what is there now.
+func replaced(dfd int, base string, req backend.FileRequest) (created bool, perm uint32, err error) {
+	created = true
+	old, st, err := openRegular(dfd, base)
+	switch {
+	case err == nil:
+		created, perm = false, st.Mode&0o7777
+		if req.ExpectSHA256 != "" {
+			data, rerr := readLimited(old, st, max(req.MaxBytes, st.Size), base)
+			if rerr != nil {
+				old.Close()
+				return false, 0, rerr
+			}
+			if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != req.ExpectSHA256 {
+				old.Close()
+				return false, 0, fileErr(backend.FileStale, "%s changed since it was read", base)
+			}
+		}
+		old.Close()
+	case isCode(err, backend.FileNotFound):
+		if req.ExpectSHA256 != "" {
+			return false, 0, fileErr(backend.FileStale, "%s was removed since it was read", base)
+		}
+	default:
+		return false, 0, err
+	}
+	return created, perm, nil
 }
 
 // roomFor refuses a write of n bytes that would leave less than minFree bytes free to
