@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/tool"
 )
@@ -128,14 +129,38 @@ func (p *Policy) Check(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 	}
 
 	// Resolution step: the workspace, roots, protected files and paths in one command.
+	rules, err := p.resolve(ctx, req.Env, ws, targets, paths)
+	if err != nil {
+		return pipeline.Verdict{}, err
+	}
+	for i, t := range targets {
+		o := Decide(rules, t)
+		if !o.Allowed {
+			// The ledger keeps the lexical path of a denied target, not where a link led,
+			// and nothing about what lies there.
+			paths[i].Resolved, paths[i].Exists = t.Path, false
+			return verdict(o, paths), nil
+		}
+		if o := p.checkReadSize(name, t, args); !o.Allowed {
+			return verdict(o, paths), nil
+		}
+	}
+	return verdict(Outcome{Allowed: true, Code: CodeAllowed}, paths), nil
+}
+
+// resolve resolves, in one request to env, the workspace ws, the roots and protected files
+// of the policy and the targets (their lexical paths set): it returns the rules with every
+// root's real path, and fills in each target's resolution and the resolved path the ledger
+// keeps (paths).
+func (p *Policy) resolve(ctx context.Context, env backend.Environment, ws string, targets []Target, paths []tool.ResolvedPath) (Rules, error) {
 	fx := p.fixedPaths(ws)
 	all := fx.all()
 	for _, t := range targets {
 		all = append(all, t.Path)
 	}
-	rs, err := resolveWith(ctx, req.Env, all)
+	rs, err := resolveWith(ctx, env, all)
 	if err != nil {
-		return pipeline.Verdict{}, fmt.Errorf("pathpolicy: %w", err)
+		return Rules{}, fmt.Errorf("pathpolicy: %w", err)
 	}
 	wsReal := rs[0].Real
 	rules := Rules{DenyNames: p.cfg.DenyNames}
@@ -161,19 +186,7 @@ func (p *Policy) Check(ctx context.Context, req *pipeline.Request) (pipeline.Ver
 			r.Real, r.Exists, r.Kind, r.Link, r.ViaLink, r.Loop, r.DotDot, r.Links, r.Size
 		paths[i].Resolved, paths[i].Exists = t.Real, t.Exists
 	}
-	for i, t := range targets {
-		o := Decide(rules, t)
-		if !o.Allowed {
-			// The ledger keeps the lexical path of a denied target, not where a link led,
-			// and nothing about what lies there.
-			paths[i].Resolved, paths[i].Exists = t.Path, false
-			return verdict(o, paths), nil
-		}
-		if o := p.checkReadSize(name, t, args); !o.Allowed {
-			return verdict(o, paths), nil
-		}
-	}
-	return verdict(Outcome{Allowed: true, Code: CodeAllowed}, paths), nil
+	return rules, nil
 }
 
 func verdict(o Outcome, paths []tool.ResolvedPath) pipeline.Verdict {
