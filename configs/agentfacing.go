@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -58,6 +59,9 @@ func defaultMCP() MCP {
 	}
 }
 
+// clientSeconds is tool.ClientCallTimeout in seconds, as the messages give it.
+const clientSeconds = int(tool.ClientCallTimeout / time.Second)
+
 func (c *Config) validateAgentFacing() schema.Violations {
 	var vs schema.Violations
 	for _, w := range []struct {
@@ -67,14 +71,14 @@ func (c *Config) validateAgentFacing() schema.Violations {
 		{"jobs.max_wait", c.Jobs.MaxWait}, {"mcp.elicitation_wait", c.MCP.ElicitationWait}, {"mcp.approval_wait_max", c.MCP.ApprovalWaitMax},
 	} {
 		if w.d.D() <= 0 || w.d.D() >= tool.ClientCallTimeout {
-			vs = append(vs, schema.Violation{Path: w.path, Message: "must be above 0 and below 60s, the clients' tool timeout"})
+			vs = append(vs, schema.Violation{Path: w.path, Message: fmt.Sprintf("must be above 0 and below %ds, the clients' tool timeout", clientSeconds)})
 		}
 	}
 	if c.MCP.ApprovalTTL.D() <= 0 {
 		vs = append(vs, schema.Violation{Path: "mcp.approval_ttl", Message: "must be greater than 0"})
 	}
 	if c.Jobs.PromoteAfter.D() >= tool.ClientCallTimeout {
-		vs = append(vs, schema.Violation{Path: "jobs.promote_after", Message: "must be below 60s, the clients' tool timeout (0 turns promotion off)"})
+		vs = append(vs, schema.Violation{Path: "jobs.promote_after", Message: fmt.Sprintf("must be below %ds, the clients' tool timeout (0 turns promotion off)", clientSeconds)})
 	}
 	return vs
 }
