@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "30ee911cc49c185ea7ee5ce5e16e779fad6867113001b7aba93a0ec7aeeca853"
+const SourceFingerprint = "6acf815b37ee705991afed1a809097f72b375fa391f0b831fecd94891530c0c2"

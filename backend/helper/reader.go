@@ -135,11 +135,15 @@ func (s *server) stream(r io.Reader) (*bufio.Reader, *source) {
 	if !ok || !pipeOrSocket(f) {
 		return bufio.NewReaderSize(r, size), nil
 	}
-	polled := pollable(f)
-	if !s.opts.Sandbox.Enforced() || s.opts.Spawner != nil || polled == io.Reader(f) {
+	fd := int(f.Fd())
+	polled := pollableDup(fd, f.Name())
+	if polled == nil {
+		return bufio.NewReaderSize(f, size), nil
+	}
+	if !s.opts.Sandbox.Enforced() || s.opts.Spawner != nil {
 		return bufio.NewReaderSize(polled, size), nil
 	}
-	src := &source{f: f, fd: int(f.Fd()), polled: polled.(*os.File)}
+	src := &source{f: f, fd: fd, polled: polled}
 	return bufio.NewReaderSize(src, size), src
 }
 
@@ -301,21 +305,12 @@ func (s *server) end(err error) {
 	s.ended <- err
 }
 
-// pollable returns a reader of the same pipe or socket as f that waits in the runtime's
+// pollableDup returns a reader of the same pipe or socket as fd that waits in the runtime's
 // network poller rather than in a blocking read(2): a goroutine blocked in a system call
 // keeps its thread and scheduler slot until the runtime's monitor takes the slot back (tens of
-// microseconds or more), and the request just read waits for it. It reads a duplicate of
-// f's descriptor, which the poller takes even when f's own is in it already (a pipe this
-// process made); the two share the non-blocking mode it sets. Where the duplicate cannot be
-// made, f is returned as it is.
-func pollable(f *os.File) io.Reader {
-	if p := pollableDup(int(f.Fd()), f.Name()); p != nil {
-		return p
-	}
-	return f
-}
-
-// pollableDup is a non-blocking duplicate of fd, in the poller, or nil when it cannot be made.
+// microseconds or more), and the request just read waits for it. It is a duplicate of fd,
+// which the poller takes even when fd itself is in it already (a pipe this process made);
+// the two share the non-blocking mode it sets. It is nil when the duplicate cannot be made.
 func pollableDup(fd int, name string) *os.File {
 	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
