@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "6acf815b37ee705991afed1a809097f72b375fa391f0b831fecd94891530c0c2"
+const SourceFingerprint = "4443b61b3a4e6c6a281ac332d87f3a45b76889755519874ed4607d5fcc81fcb4"

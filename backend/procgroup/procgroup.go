@@ -143,25 +143,22 @@ func Start(s Spec) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("output pipes: %w", err)
 	}
-	outW, errW := w[0], w[1]
-
-	p := &Process{streams: streams, start: time.Now(), timeout: s.Timeout, grace: grace, restricted: s.Restricted, aside: s.Aside}
+	p := &Process{streams: streams, writeEnds: w, start: time.Now(), timeout: s.Timeout, grace: grace, restricted: s.Restricted, aside: s.Aside}
 	// Start and registration happen under the lock a sweep takes, so that no sweep sees a
 	// new leader before it is known as one. os.StartProcess, not os/exec: every descriptor
 	// is a file already, and exec.Cmd would check the environment for duplicates again
 	// for every command (a map of every variable: 9 µs and a page fault a command).
 	leadersMu.Lock()
 	markInheritedCloseOnExec()
-	proc, err := os.StartProcess(s.Path, s.Args, &os.ProcAttr{Dir: s.Dir, Env: env, Files: []*os.File{stdin, outW, errW}, Sys: attr})
+	proc, err := os.StartProcess(s.Path, s.Args, &os.ProcAttr{Dir: s.Dir, Env: env, Files: []*os.File{stdin, w[0], w[1]}, Sys: attr})
 	if err != nil {
 		leadersMu.Unlock()
-		closeAll(outW, errW)
 		p.closeStreams()
 		return nil, err
 	}
 	leaders[proc.Pid] = true
 	leadersMu.Unlock()
-	p.proc, p.writeEnds = proc, w
+	p.proc = proc
 	p.untrack = func() {}
 	if s.Track != nil {
 		p.untrack = s.Track(proc.Pid)
@@ -296,14 +293,6 @@ func orDiscard(w io.Writer) io.Writer {
 		return io.Discard
 	}
 	return w
-}
-
-func closeAll(fs ...*os.File) {
-	for _, f := range fs {
-		if f != nil {
-			_ = f.Close()
-		}
-	}
 }
 
 // exitCode maps a finished process to a shell-style exit code: 128+N for death by signal N,
