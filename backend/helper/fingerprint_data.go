@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "4443b61b3a4e6c6a281ac332d87f3a45b76889755519874ed4607d5fcc81fcb4"
+const SourceFingerprint = "90e6e63a66b7a13dd9869aaec734dfa1a1724f5fcf4187433080aa5f7870adf6"

@@ -5,7 +5,7 @@
 // group is killed when it exits, and output pipes are drained with a bound so that a process
 // that escaped the group cannot hold the caller forever. What escapes the group (a child
 // that calls setsid) is killed by the sweep where this process is a subreaper (see
-// [EnableSubreaper]; the airlock CLI and the resident helper are), and by the PID
+// [EnableSubreaper]; the resident helper is), and by the PID
 // namespace's end where the command runs in one. A Wait on a thread in the command's own
 // Landlock domain (Spec.Restricted) only looks for escapees there and has them killed from
 // another goroutine, since from that domain it could signal only its own command.

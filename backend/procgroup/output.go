@@ -121,16 +121,20 @@ func (p *Process) waitLeader(pid int) {
 				return
 			default:
 			}
-			if !p.poll(-1, 10) {
+			timeout := p.untilReap()
+			if timeout < 0 || timeout > 10 {
+				timeout = 10
+			}
+			if !p.poll(-1, timeout) {
 				<-exited
 				return
 			}
+			p.reapIfDue()
 		}
 	}
 	defer done()
 	for {
-		p.leaderPolls++
-		ok := p.poll(fd, -1)
+		ok := p.poll(fd, p.untilReap())
 		if !ok {
 			waitExit(pid) // not expected; the pipes are read after the exit
 			return
@@ -138,6 +142,7 @@ func (p *Process) waitLeader(pid int) {
 		if p.exitReady {
 			return
 		}
+		p.reapIfDue()
 	}
 }
 
@@ -166,8 +171,12 @@ func (p *Process) poll(exited, timeout int) bool {
 		n++
 	}
 	p.exitReady = false
-	if _, err := unix.Poll(fds[:n], timeout); err != nil {
+	ready, err := unix.Poll(fds[:n], timeout)
+	if err != nil {
 		return errors.Is(err, unix.EINTR)
+	}
+	if exited >= 0 && ready > 0 {
+		p.leaderWakes++
 	}
 	p.readReady(fds[:streams], p.buffer())
 	p.exitReady = exited >= 0 && fds[streams].Revents != 0

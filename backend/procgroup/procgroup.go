@@ -99,8 +99,9 @@ type Process struct {
 	writeEnds [2]*os.File
 	buf       []byte
 	exitReady bool
-	// leaderPolls counts the poll(2) rounds until the leader's exit was seen (tests read it).
-	leaderPolls int
+	// leaderWakes counts the poll(2) rounds a descriptor ended until the leader's exit was
+	// seen (tests read it): not those a look for dead orphans ended.
+	leaderWakes int
 	start       time.Time
 	timeout     time.Duration
 	grace       time.Duration
@@ -109,6 +110,10 @@ type Process struct {
 	restricted bool
 	// aside is Spec.Aside until it was ready.
 	aside *Aside
+	// reapAt is when the wait next looks for dead orphans, reapGap the time since the last
+	// look (see untilReap); both unset until the first wait.
+	reapAt  time.Time
+	reapGap time.Duration
 }
 
 // Start starts the command in its own session and process group, with only its standard

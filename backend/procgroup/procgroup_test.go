@@ -183,8 +183,8 @@ func TestOutputClosedBeforeTheEnd(t *testing.T) {
 	if o := p.Wait(context.Background()); o.ExitCode != 0 {
 		t.Fatalf("exit %d, want 0", o.ExitCode)
 	}
-	if p.leaderPolls != 1 {
-		t.Fatalf("the waiter polled %d times before the leader's exit, want 1: the pipes' closing woke it", p.leaderPolls)
+	if p.leaderWakes != 1 {
+		t.Fatalf("the waiter woke %d times before the leader's exit, want 1: the pipes' closing woke it", p.leaderWakes)
 	}
 }
 

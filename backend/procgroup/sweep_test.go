@@ -110,11 +110,21 @@ func lockedChildren() []int {
 
 // TestOrphansReapedWhileACommandRuns: as a subreaper, an orphan a command leaves that dies
 // while the command still runs is reaped then, not only when the command ends: a zombie
-// holds its PID, and a fork bomb of such orphans would starve the process of them.
+// holds its PID, and a fork bomb of such orphans would starve the process of them. Once at
+// the command's start, and once after the wait has looked for dead orphans several times
+// and found none (so looks less often).
 func TestOrphansReapedWhileACommandRuns(t *testing.T) {
 	if err := EnableSubreaper(); err != nil {
 		t.Skipf("subreaper: %v", err)
 	}
+	for _, after := range []string{"0", "0.4"} {
+		t.Run("after "+after+" s", func(t *testing.T) { orphanReaped(t, after) })
+	}
+}
+
+// orphanReaped runs a command that leaves an orphan dying after the given seconds and
+// checks that it is reaped within 2 s of its death while the command runs.
+func orphanReaped(t *testing.T, after string) {
 	dir := t.TempDir()
 	pidfile, gate := filepath.Join(dir, "orphan"), filepath.Join(dir, "gate")
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
@@ -124,7 +134,7 @@ func TestOrphansReapedWhileACommandRuns(t *testing.T) {
 	go func() {
 		// The subshell exits at once, leaving its child to us; the child writes its PID
 		// and exits. The command runs on until the test removes the gate (10 s at most).
-		s := sh(`(sh -c 'echo $$ > ` + pidfile + `' &); i=0; while [ -e ` + gate + ` ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done`)
+		s := sh(`(sh -c 'sleep ` + after + `; echo $$ > ` + pidfile + `' &); i=0; while [ -e ` + gate + ` ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done`)
 		out, _ := Run(context.Background(), s)
 		done <- out
 	}()
