@@ -23,6 +23,7 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { _ = env.Close(context.Background()) })
 	reg := tool.NewRegistry()
 	if err := reg.Register(tool.Definition{
 		Name: "noop", Risk: tool.RiskRead, ParallelSafe: true,

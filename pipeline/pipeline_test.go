@@ -39,6 +39,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = env.Close(context.Background()) })
 	l, err := receipt.Open(f.ledger)
 	t.Cleanup(func() { _ = l.Close() })
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/airlock-dev/airlock/backend/helper/helpertest"
 )
 
 // Main builds ./cmd/airlock and ./cmd/airlock-helper into a temporary directory named after
@@ -43,5 +45,8 @@ func Main(m *testing.M, prefix string, bin *string, setup func(dir string) error
 	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
+	// And what a test of the package had helpertest build (the default, dynamically linked
+	// build some benchmarks run).
+	helpertest.Remove()
 	os.Exit(code)
 }

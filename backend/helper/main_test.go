@@ -1,0 +1,15 @@
+package helper_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/airlock-dev/airlock/backend/helper/helpertest"
+)
+
+// TestMain removes the airlock build TestInspectDefaultBuild made (a 50 MB binary a run).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	helpertest.Remove()
+	os.Exit(code)
+}
