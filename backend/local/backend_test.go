@@ -66,9 +66,11 @@ func TestRefusesSystemWorkspace(t *testing.T) {
 			}
 		})
 	}
-	if _, err := local.New(local.Config{Workspace: t.TempDir()}); err != nil {
-		t.Errorf("a project directory was refused: %v", err)
+	env, err := local.New(local.Config{Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatalf("a project directory was refused: %v", err)
 	}
+	_ = env.Close(context.Background())
 }
 
 // TestConformanceSandboxed runs the same suite in the fallback: a helper without
