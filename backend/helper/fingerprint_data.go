@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "90e6e63a66b7a13dd9869aaec734dfa1a1724f5fcf4187433080aa5f7870adf6"
+const SourceFingerprint = "c0a05b686bf48c92018a737bb7e7ab1b96866146024ab24c12d1b29ec1c1e056"

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -53,6 +55,8 @@ type source struct {
 	fd     int
 	polled *os.File // the poller's duplicate of fd; nil while a restricted thread reads
 	direct bool
+	// yielded is when a direct reader last gave up its processor (yieldNow).
+	yielded time.Time
 }
 
 // setDirect sets how the reader of the moment reads. The descriptor and the poller's
@@ -91,6 +95,7 @@ func (r *source) Read(p []byte) (int, error) {
 	if !r.direct {
 		return r.polled.Read(p)
 	}
+	r.yieldNow()
 	return readFD(r.fd, p, r.f.Name(), func() error {
 		// Still non-blocking (setDirect failed): wait here all the same.
 		fds := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN}}
@@ -100,6 +105,25 @@ func (r *source) Read(p []byte) (int, error) {
 		return nil
 	})
 }
+
+// yieldNow lets the runtime schedule once when the reader has not for yieldEvery. A direct
+// reader on its locked thread goes from read(2) to a command's poll(2) to write(2) and back
+// without ever giving up its processor, so the processor's scheduling tick stays put; after
+// 10 ms of that the runtime's monitor takes it for a goroutine that never yields: it sends
+// the thread a preemption signal, takes the processor from it, and, having taken one, goes
+// back to looking every 20 µs. Back to back, that was a preemption every 10 ms and 1.7
+// wake-ups of the monitor a command (`airlock bench`, one core); yielding first costs a
+// hand-over of the processor every few milliseconds instead.
+func (r *source) yieldNow() {
+	if now := time.Now(); now.Sub(r.yielded) >= yieldEvery {
+		runtime.Gosched()
+		r.yielded = now
+	}
+}
+
+// yieldEvery is how long a direct reader keeps its processor before yieldNow gives it up:
+// under the monitor's 10 ms, so that it never sees the same tick twice that far apart.
+const yieldEvery = 4 * time.Millisecond
 
 // readFD reads from fd into p with read(2) on the calling thread, again after EINTR, and
 // gives io.EOF at the end. On EAGAIN it calls again, when not nil, and reads again after it
