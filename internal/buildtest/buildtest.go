@@ -1,12 +1,8 @@
-// Package buildtest builds the airlock binary once for a test package whose tests run it as
-// a user would (the integration tests, the MCP clients', airlock serve's): one TestMain
-// shape instead of a copy per package.
 package buildtest
 
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -14,20 +10,34 @@ import (
 )
 
 // Main builds ./cmd/airlock and ./cmd/airlock-helper into a temporary directory named after
-// prefix, sets *bin to the airlock binary, calls setup with that directory (nil for none: the integration tests point
-// XDG_STATE_HOME there), runs the tests and removes the directory. env is added to the
+// prefix, sets *bin to the airlock binary, calls setup with that directory (nil for none:
+// the integration tests point XDG_STATE_HOME there), runs the tests and calls [Cleanup],
+// which removes the directory and whatever else the tests built. env is added to the
 // build's environment (CGO_ENABLED=0 for a static binary). It does not return.
 func Main(m *testing.M, prefix string, bin *string, setup func(dir string) error, env ...string) {
-	dir, err := os.MkdirTemp("", "airlock-"+prefix+"-")
-	if err != nil {
+	if err := prepare(prefix, bin, setup, env); err != nil {
+		Cleanup()
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	}
+	code := m.Run()
+	Cleanup()
+	// And what a test of the package had helpertest build (the default, dynamically linked
+	// build some benchmarks run).
+	helpertest.Remove()
+	os.Exit(code)
+}
+
+// prepare makes Main's directory, sets *bin, calls setup and builds the two binaries.
+func prepare(prefix string, bin *string, setup func(dir string) error, env []string) error {
+	dir, err := MkdirTemp("airlock-" + prefix + "-")
+	if err != nil {
+		return err
 	}
 	*bin = filepath.Join(dir, "airlock")
 	if setup != nil {
 		if err := setup(dir); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+			return fmt.Errorf("test setup: %w", err)
 		}
 	}
 	// airlock-helper beside it, as the README's install puts it: the tests run the helper a
@@ -36,17 +46,9 @@ func Main(m *testing.M, prefix string, bin *string, setup func(dir string) error
 		{*bin, "github.com/airlock-dev/airlock/cmd/airlock"},
 		{filepath.Join(dir, "airlock-helper"), "github.com/airlock-dev/airlock/cmd/airlock-helper"},
 	} {
-		build := exec.Command("go", "build", "-o", b.out, b.pkg)
-		build.Env = append(os.Environ(), env...)
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", b.pkg, err, out)
-			os.Exit(2)
+		if err := goBuild(b.out, b.pkg, env, nil, 0); err != nil {
+			return err
 		}
 	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	// And what a test of the package had helpertest build (the default, dynamically linked
-	// build some benchmarks run).
-	helpertest.Remove()
-	os.Exit(code)
+	return nil
 }
