@@ -12,7 +12,7 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/backend/docker/dockertest"
-	"github.com/airlock-dev/airlock/backend/helper/helpertest"
+	"github.com/airlock-dev/airlock/internal/buildtest"
 )
 
 // prefix names every container this test process creates, so that cleanup removes only
@@ -22,7 +22,7 @@ var prefix = fmt.Sprintf("airlocktest_%d_", os.Getpid())
 func TestMain(m *testing.M) {
 	code := m.Run()
 	dockertest.RemoveContainers(prefix)
-	helpertest.Remove()
+	buildtest.Cleanup()
 	os.Exit(code)
 }
 

@@ -4,12 +4,12 @@ import (
 	"os"
 	"testing"
 
-	"github.com/airlock-dev/airlock/backend/helper/helpertest"
+	"github.com/airlock-dev/airlock/internal/buildtest"
 )
 
 // TestMain removes the airlock build TestInspectDefaultBuild made (a 50 MB binary a run).
 func TestMain(m *testing.M) {
 	code := m.Run()
-	helpertest.Remove()
+	buildtest.Cleanup()
 	os.Exit(code)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/helper/helpertest"
 	"github.com/airlock-dev/airlock/backend/kubernetes"
+	"github.com/airlock-dev/airlock/internal/buildtest"
 )
 
 // These tests run against a real cluster (never a fake clientset): the one
@@ -43,7 +44,7 @@ func TestMain(m *testing.M) {
 		_ = cluster.cs.CoreV1().Namespaces().Delete(ctx, cluster.ns, metav1.DeleteOptions{})
 		cancel()
 	}
-	helpertest.Remove()
+	buildtest.Cleanup()
 	os.Exit(code)
 }
 

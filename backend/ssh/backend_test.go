@@ -9,15 +9,15 @@ import (
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/backendtest"
-	"github.com/airlock-dev/airlock/backend/helper/helpertest"
 	"github.com/airlock-dev/airlock/backend/ssh"
 	"github.com/airlock-dev/airlock/backend/ssh/sshtest"
+	"github.com/airlock-dev/airlock/internal/buildtest"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	sshtest.CleanupBinaries()
-	helpertest.Remove()
+	buildtest.Cleanup()
 	os.Exit(code)
 }
 

@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/airlock-dev/airlock/backend/helper/helpertest"
 )
 
 // Main builds ./cmd/airlock and ./cmd/airlock-helper into a temporary directory named after
@@ -22,9 +20,6 @@ func Main(m *testing.M, prefix string, bin *string, setup func(dir string) error
 	}
 	code := m.Run()
 	Cleanup()
-	// And what a test of the package had helpertest build (the default, dynamically linked
-	// build some benchmarks run).
-	helpertest.Remove()
 	os.Exit(code)
 }
 
