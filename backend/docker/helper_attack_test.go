@@ -37,7 +37,7 @@ const helperState = "ls -laRn --full-time /.airlock && find /.airlock -type f -e
 // runs on the same helper (nothing was restarted) and /.airlock is unchanged.
 func TestHelperNotWritableNorKillable(t *testing.T) {
 	ws := dockertest.Workspace(t)
-	copyProgram(t, testProgram(t, "helperattack"), ws)
+	copyProgram(t, helperAttack.Path(t), ws)
 	cfg := testConfig(t, ws, docker.ModeHelper)
 	cfg.ReuseContainer = false
 	env := newEnv(t, cfg)

@@ -36,7 +36,7 @@ var shared struct {
 func sharedWorkspace(t *testing.T) string {
 	t.Helper()
 	shared.once.Do(func() {
-		dir, err := os.MkdirTemp("", "airlock-docker-ws-")
+		dir, err := buildtest.MkdirTemp("airlock-docker-ws-")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,15 +4,14 @@ import (
 	"archive/tar"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/backend/docker/dockertest"
+	"github.com/airlock-dev/airlock/internal/buildtest"
 )
 
 // setidSpellings are the shell's ways to leave a setuid or setgid file or a device node in
@@ -36,34 +35,12 @@ var setidSpellings = []string{
 	"./setidattack .",
 }
 
-var testPrograms struct {
-	sync.Mutex
-	built map[string]string
-}
-
-// testProgram builds testdata/NAME, a static program that a test runs inside the container
-// as a command, once per test process.
-func testProgram(t *testing.T, name string) string {
-	t.Helper()
-	testPrograms.Lock()
-	defer testPrograms.Unlock()
-	if p, ok := testPrograms.built[name]; ok {
-		return p
-	}
-	dir, err := os.MkdirTemp("", "airlock-"+name+"-")
-	must(t, err)
-	p := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", p, "./testdata/"+name)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", name, err, out)
-	}
-	if testPrograms.built == nil {
-		testPrograms.built = map[string]string{}
-	}
-	testPrograms.built[name] = p
-	return p
-}
+// setidAttack and helperAttack are static programs in testdata that a test runs inside the
+// container as a command, each built once per test process.
+var (
+	setidAttack  = buildtest.Program{Pkg: "./testdata/setidattack", Env: []string{"CGO_ENABLED=0"}}
+	helperAttack = buildtest.Program{Pkg: "./testdata/helperattack", Env: []string{"CGO_ENABLED=0"}}
+)
 
 // TestNoSetidOrDeviceOnHostMount: commands, through the backend, try every spelling of a
 // setuid or setgid file or a device node on the workspace mount. On the host afterwards no
@@ -74,7 +51,7 @@ func TestNoSetidOrDeviceOnHostMount(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			ws := dockertest.Workspace(t)
 			src := dockertest.Workspace(t)
-			prepareSetidSources(t, ws, src, testProgram(t, "setidattack"))
+			prepareSetidSources(t, ws, src, setidAttack.Path(t))
 			cfg := testConfig(t, ws, mode)
 			cfg.Volumes = append(cfg.Volumes, docker.Volume{Host: src, Container: "/src", ReadOnly: true})
 			cfg.ReuseContainer = false

@@ -17,6 +17,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
+
+	"github.com/airlock-dev/airlock/internal/buildtest"
 )
 
 // ImageName is the test image: busybox-static with every applet linked, /etc/passwd with
@@ -76,37 +78,24 @@ func Image(t testing.TB) string {
 	return ImageName
 }
 
-var helperBuild struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
+// helperBuild is cmd/airlock-helper, static, under the name the tests have always given it.
+var helperBuild = buildtest.Program{
+	Pkg:    "github.com/airlock-dev/airlock/cmd/airlock-helper",
+	Name:   "airlock",
+	Prefix: "airlock-helper-bin-",
+	Env:    []string{"CGO_ENABLED=0"},
 }
 
 // HelperBinary returns a static helper binary (cmd/airlock-helper, the helper a user's airlock
 // takes from beside itself), built once per test process, or the one
-// AIRLOCK_TEST_HELPER_BINARY names (for when the working tree does not build).
+// AIRLOCK_TEST_HELPER_BINARY names (for when the working tree does not build). A test
+// package that reaches it calls buildtest.Cleanup from its TestMain.
 func HelperBinary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("AIRLOCK_TEST_HELPER_BINARY"); p != "" {
 		return p
 	}
-	helperBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "airlock-helper-bin-")
-		if err != nil {
-			helperBuild.err = err
-			return
-		}
-		p := filepath.Join(dir, "airlock")
-		cmd := exec.Command("go", "build", "-o", p, "github.com/airlock-dev/airlock/cmd/airlock-helper")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		helperBuild.out, helperBuild.err = cmd.CombinedOutput()
-		helperBuild.path = p
-	})
-	if helperBuild.err != nil {
-		t.Fatalf("build static airlock-helper: %v\n%s", helperBuild.err, helperBuild.out)
-	}
-	return helperBuild.path
+	return helperBuild.Path(t)
 }
 
 // Workspace returns a fresh host directory that the container's non-root user can write,
