@@ -16,7 +16,6 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	sshtest.CleanupBinaries()
 	buildtest.Cleanup()
 	os.Exit(code)
 }

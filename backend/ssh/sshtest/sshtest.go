@@ -12,7 +12,6 @@
 package sshtest
 
 import (
-	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
@@ -34,6 +33,7 @@ import (
 
 	"github.com/airlock-dev/airlock/backend"
 	sshbackend "github.com/airlock-dev/airlock/backend/ssh"
+	"github.com/airlock-dev/airlock/internal/buildtest"
 )
 
 // sshdPath is where Debian's openssh-server puts sshd; sshd must be started by absolute path.
@@ -476,43 +476,25 @@ func (n *Netns) SetLink(t testing.TB, up bool) {
 	}
 }
 
-var binary struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
+// airlockBuild is the static linux airlock that tests put on the remote host.
+var airlockBuild = buildtest.Program{
+	Pkg:     "github.com/airlock-dev/airlock/cmd/airlock",
+	Prefix:  "airlock-sshtest-bin-",
+	Env:     []string{"CGO_ENABLED=0", "GOOS=linux"},
+	Timeout: 5 * time.Minute,
 }
 
 // AirlockBinary builds a static linux airlock (with the helper subcommand) once per test
-// process and returns its path; CleanupBinaries removes it.
+// process and returns its path. A failed build skips the test, unless AIRLOCK_REQUIRE_SSH=1.
+// A test package that calls it calls buildtest.Cleanup from its TestMain.
 func AirlockBinary(t testing.TB) string {
 	t.Helper()
-	binary.once.Do(func() {
-		binary.dir, binary.err = os.MkdirTemp("", "airlock-sshtest-bin-")
-		if binary.err != nil {
-			return
-		}
-		binary.path = filepath.Join(binary.dir, "airlock")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", binary.path, "github.com/airlock-dev/airlock/cmd/airlock")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binary.err = fmt.Errorf("go build airlock: %w: %s", err, out)
-		}
-	})
-	if binary.err != nil {
+	bin, err := airlockBuild.Build()
+	if err != nil {
 		if os.Getenv("AIRLOCK_REQUIRE_SSH") == "1" {
-			t.Fatalf("sshtest: %v", binary.err)
+			t.Fatalf("sshtest: %v", err)
 		}
-		t.Skipf("sshtest: %v", binary.err)
+		t.Skipf("sshtest: %v", err)
 	}
-	return binary.path
-}
-
-// CleanupBinaries removes what AirlockBinary built; call it from TestMain.
-func CleanupBinaries() {
-	if binary.dir != "" {
-		_ = os.RemoveAll(binary.dir)
-	}
+	return bin
 }
