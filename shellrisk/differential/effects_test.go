@@ -79,7 +79,7 @@ func startEffects(t testing.TB) *sandbox {
 			missing(t, fmt.Sprintf("the effects pass needs %s on the host (.ci/test installs it)", p))
 		}
 	}
-	tarball, err := effectsRootfs(buildProbe(t))
+	tarball, err := effectsRootfs(probeBuild.Path(t))
 	if err != nil {
 		t.Fatalf("effects image: %v", err)
 	}

@@ -23,6 +23,8 @@ import (
 
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
+
+	"github.com/airlock-dev/airlock/internal/buildtest"
 )
 
 // The real shells, found on the host. bash-static and dash are Debian packages; busybox is
@@ -78,7 +80,7 @@ func shellImage(t testing.TB, cli *client.Client, names []string) string {
 			missing(t, fmt.Sprintf("no %s for the differential image (tried %s; .ci/test installs them)", name, strings.Join(slices.DeleteFunc(slices.Clone(cands), func(s string) bool { return s == "" }), ", ")))
 		}
 	}
-	probe := buildProbe(t)
+	probe := probeBuild.Path(t)
 	tarball, err := rootfs(probe, shells, names)
 	if err != nil {
 		t.Fatalf("differential image: %v", err)
@@ -123,31 +125,12 @@ func missing(t testing.TB, msg string) {
 	t.Skip(msg)
 }
 
-var probeBuild struct {
-	once sync.Once
-	path string
-	out  []byte
-	err  error
-}
-
-// buildProbe builds the recorder and driver: static, so that it needs nothing in the image.
-func buildProbe(t testing.TB) string {
-	t.Helper()
-	probeBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "airlock-diff-probe-")
-		if err != nil {
-			probeBuild.err = err
-			return
-		}
-		probeBuild.path = filepath.Join(dir, "probe")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", probeBuild.path, "github.com/airlock-dev/airlock/shellrisk/differential/probe")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		probeBuild.out, probeBuild.err = cmd.CombinedOutput()
-	})
-	if probeBuild.err != nil {
-		t.Fatalf("build probe: %v\n%s", probeBuild.err, probeBuild.out)
-	}
-	return probeBuild.path
+// probeBuild is the recorder and driver: static, so that it needs nothing in the image.
+var probeBuild = buildtest.Program{
+	Pkg:    "github.com/airlock-dev/airlock/shellrisk/differential/probe",
+	Prefix: "airlock-diff-probe-",
+	Env:    []string{"CGO_ENABLED=0"},
+	Flags:  []string{"-trimpath"},
 }
 
 // rootfs writes the image's root filesystem as a tar stream, in a fixed order with fixed
