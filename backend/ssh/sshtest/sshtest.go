@@ -244,8 +244,25 @@ func (s *Server) start() error {
 	return fmt.Errorf("sshd not listening on %s after 10s", addr)
 }
 
-// Stop kills sshd and every process it forked: connections and the commands on them.
-func (s *Server) Stop() { s.kill() }
+// stopGrace is how long Stop waits for sessions whose client has gone to end on their own.
+const stopGrace = 3 * time.Second
+
+// Stop kills sshd and every process it forked: connections and the commands on them. It
+// first gives the connections a test's environments have closed [stopGrace] to end: a
+// resident helper whose client has gone is still removing its temporary directory, and a
+// SIGKILL then would leave that directory behind.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd != nil {
+		deadline := time.Now().Add(stopGrace)
+		for len(descendants(cmd.Process.Pid)) > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	s.kill()
+}
 
 // KillConnections drops every open connection (and what runs on it) the way a crashed or
 // restarted sshd would, leaving the listener up.
