@@ -71,7 +71,15 @@ func start(t *testing.T, dir, config string, args ...string) *server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = s.cmd.Process.Kill()
+		// SIGTERM first, as a user's service manager would: serve closes its sessions, and
+		// a local session's temp dir goes with it. SIGKILL only when it does not end.
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-s.exited:
+			s.exited <- err
+		case <-time.After(10 * time.Second):
+			_ = s.cmd.Process.Kill()
+		}
 		<-s.exited
 		if t.Failed() {
 			t.Logf("airlock serve stderr:\n%s", s.stderr)
