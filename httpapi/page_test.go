@@ -27,7 +27,10 @@ func browser(t *testing.T) context.Context {
 		t.Skipf("no chromium: %v (apt-get install -y chromium)", err)
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.Headless,
-		chromedp.WindowSize(1100, 1400), chromedp.UserDataDir(t.TempDir()))
+		chromedp.WindowSize(1100, 1400), chromedp.UserDataDir(t.TempDir()),
+		// Its singleton socket directory (org.chromium.Chromium.*) too, which a killed
+		// browser would leave in /tmp.
+		chromedp.Env("TMPDIR="+t.TempDir()))
 	if os.Geteuid() == 0 {
 		// Chromium refuses to start its sandbox as root; the test runs as root in CI's
 		// container, and the page it loads is our own, served from loopback.
