@@ -1,15 +1,10 @@
 package jobs_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/airlock-dev/airlock/internal/buildtest"
 )
 
 // TestMain removes the helpers the Docker and SSH tests had dockertest and sshtest build.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	buildtest.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { buildtest.Run(m) }

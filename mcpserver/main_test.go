@@ -1,15 +1,10 @@
 package mcpserver_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/airlock-dev/airlock/internal/buildtest"
 )
 
 // TestMain removes the static helper the Docker tests had dockertest build.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	buildtest.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { buildtest.Run(m) }

@@ -2,7 +2,6 @@ package ssh_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,11 +13,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/buildtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	buildtest.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { buildtest.Run(m) }
 
 func newEnv(t *testing.T, cfg ssh.Config) *ssh.Env {
 	t.Helper()

@@ -121,3 +121,11 @@ func Cleanup() {
 	}
 	made.dirs = nil
 }
+
+// Run runs a test package's tests, calls [Cleanup] and exits with the tests' code: the whole
+// TestMain of a package that needs nothing else, `func TestMain(m *testing.M) { buildtest.Run(m) }`.
+func Run(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}

@@ -10,11 +10,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/buildtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	buildtest.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { buildtest.Run(m) }
 
 var hello = buildtest.Program{Pkg: "./testdata/hello", Prefix: "airlock-buildtest-hello-", Env: []string{"CGO_ENABLED=0"}}
 
