@@ -56,6 +56,7 @@ func TestStaleCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = env.Close(context.Background()) })
 	file := filepath.Join(ws, "f.txt")
 	if err := os.WriteFile(file, []byte("one"), 0o644); err != nil {
 		t.Fatal(err)
