@@ -90,6 +90,15 @@ func (d *Daemon) Start(t testing.TB) {
 		"--bridge=none", "--iptables=false", "--ip-masq=false",
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// Temporary files in the daemon's directory, not /tmp: its containerd writes a stack dump
+	// there whenever dockerd finds it slow to answer (one was left in /tmp in CI), and the
+	// directory goes at cleanup.
+	tmp := filepath.Join(d.Dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		_ = logf.Close()
+		t.Fatalf("private dockerd: %v", err)
+	}
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	// Its own session, so that it and what it starts can be killed as a group. Pdeathsig
 	// stops it if the test binary dies without running its cleanups (a -timeout panic).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
