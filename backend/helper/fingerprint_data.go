@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "c0a05b686bf48c92018a737bb7e7ab1b96866146024ab24c12d1b29ec1c1e056"
+const SourceFingerprint = "0ed583ca8db690e9ca6cb0beffd57a59f60f44eb8ae2df84242d914d533d0db7"

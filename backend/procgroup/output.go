@@ -121,7 +121,7 @@ func (p *Process) waitLeader(pid int) {
 				return
 			default:
 			}
-			timeout := p.untilReap()
+			timeout := p.reapWait()
 			if timeout < 0 || timeout > 10 {
 				timeout = 10
 			}
@@ -129,12 +129,11 @@ func (p *Process) waitLeader(pid int) {
 				<-exited
 				return
 			}
-			p.reapIfDue()
 		}
 	}
 	defer done()
 	for {
-		ok := p.poll(fd, p.untilReap())
+		ok := p.poll(fd, p.reapWait())
 		if !ok {
 			waitExit(pid) // not expected; the pipes are read after the exit
 			return
@@ -142,7 +141,6 @@ func (p *Process) waitLeader(pid int) {
 		if p.exitReady {
 			return
 		}
-		p.reapIfDue()
 	}
 }
 

@@ -110,8 +110,8 @@ type Process struct {
 	restricted bool
 	// aside is Spec.Aside until it was ready.
 	aside *Aside
-	// reapAt is when the wait next looks for dead orphans, reapGap the time since the last
-	// look (see untilReap); both unset until the first wait.
+	// reapAt is when the wait next looks for dead orphans, reapGap the time before it since
+	// the last look (see reapWait).
 	reapAt  time.Time
 	reapGap time.Duration
 }
@@ -148,7 +148,9 @@ func Start(s Spec) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("output pipes: %w", err)
 	}
-	p := &Process{streams: streams, writeEnds: w, start: time.Now(), timeout: s.Timeout, grace: grace, restricted: s.Restricted, aside: s.Aside}
+	start := time.Now()
+	p := &Process{streams: streams, writeEnds: w, start: start, timeout: s.Timeout, grace: grace, restricted: s.Restricted, aside: s.Aside,
+		reapAt: start.Add(reapFirst), reapGap: reapFirst}
 	// Start and registration happen under the lock a sweep takes, so that no sweep sees a
 	// new leader before it is known as one. os.StartProcess, not os/exec: every descriptor
 	// is a file already, and exec.Cmd would check the environment for duplicates again

@@ -64,35 +64,23 @@ const (
 	reapMost  = time.Second
 )
 
-// untilReap is how long a wait on p may block before it should look for dead orphans, in
-// milliseconds for poll(2): -1 (no limit) where this process is no subreaper.
-func (p *Process) untilReap() int {
+// reapWait looks for dead orphans when it is time to (reapOrphans), sets when to look next,
+// and returns how long a wait on p may block until then, in milliseconds for poll(2): -1
+// (no limit) where this process is no subreaper. A wait calls it before every poll(2).
+func (p *Process) reapWait() int {
 	if !subreaper.Load() {
 		return -1
 	}
-	if p.reapAt.IsZero() {
-		p.reapGap = reapFirst
-		p.reapAt = p.start.Add(reapFirst)
-	}
-	return int(max(0, (time.Until(p.reapAt)+time.Millisecond-1)/time.Millisecond))
-}
-
-// reapIfDue reaps the dead orphans when the time untilReap gave has passed, and sets the
-// next time.
-func (p *Process) reapIfDue() {
-	if !subreaper.Load() {
-		return
-	}
 	now := time.Now()
-	if now.Before(p.reapAt) {
-		return
+	if !now.Before(p.reapAt) {
+		if reapOrphans(p.restricted) > 0 {
+			p.reapGap = reapFirst
+		} else {
+			p.reapGap = min(2*p.reapGap, reapMost)
+		}
+		p.reapAt = now.Add(p.reapGap)
 	}
-	if reapOrphans(p.restricted) > 0 {
-		p.reapGap = reapFirst
-	} else {
-		p.reapGap = min(2*p.reapGap, reapMost)
-	}
-	p.reapAt = now.Add(p.reapGap)
+	return int((p.reapAt.Sub(now) + time.Millisecond - 1) / time.Millisecond)
 }
 
 // reapOrphans reaps the dead orphans (reapZombies) and says how many it reaped. On a
