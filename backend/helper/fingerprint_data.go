@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "0ed583ca8db690e9ca6cb0beffd57a59f60f44eb8ae2df84242d914d533d0db7"
+const SourceFingerprint = "f8dc242be6ff2923f6f24f0e6e80b4e1b5393e89882f4bda0d8e8bd84f57709b"

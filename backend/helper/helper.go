@@ -238,9 +238,10 @@ func StartHelper(ctx context.Context, spec HelperSpec, log hclog.Logger) (*Helpe
 	h.cmd = &exec.Cmd{Path: self, Args: []string{arg0Setup}, Env: env, Dir: "/",
 		Stdin: inR, Stdout: outW, Stderr: h.stderr, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	if spec.Namespace != nil {
-		h.cmd.SysProcAttr = spec.Namespace.SysProcAttr()
+		err = spec.Namespace.Start(h.cmd)
+	} else {
+		err = h.cmd.Start()
 	}
-	err = h.cmd.Start()
 	_, _ = inR.Close(), outW.Close()
 	if err != nil {
 		_, _ = inW.Close(), outR.Close()

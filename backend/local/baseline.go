@@ -17,17 +17,22 @@ var _ backend.StartBaseliner = (*Env)(nil)
 // sandbox. In fallback mode the helper has no namespaces, and neither has the alternative.
 func (e *Env) StartBaseline(context.Context) (*backend.Baseline, error) {
 	name := e.cfg.Shell + " -c true, fork/exec"
-	attr := func() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
+	start := func(cmd *exec.Cmd) error {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		return cmd.Start()
+	}
 	if e.namespace != nil {
 		ns := *e.namespace
 		name += " in new namespaces (as unshare)"
-		attr = ns.SysProcAttr
+		start = ns.Start
 	}
 	run := func(ctx context.Context) error {
 		cmd := exec.CommandContext(ctx, e.cfg.Shell, "-c", "true")
 		cmd.Dir = "/"
-		cmd.SysProcAttr = attr()
-		return cmd.Run()
+		if err := start(cmd); err != nil {
+			return err
+		}
+		return cmd.Wait()
 	}
 	return &backend.Baseline{Name: name, Run: run, Close: func() {}}, nil
 }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -16,12 +18,12 @@ import (
 	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
-// SysProcAttr is how the host starts a helper for n: in new mount, PID, IPC and UTS
+// sysProcAttr is how the host starts a helper for n: in new mount, PID, IPC and UTS
 // namespaces, a network namespace when n.Network, and a user namespace when n.User (the
 // caller's uid and gid mapped to themselves, with the capabilities the set-up needs kept
 // across the exec: they hold only inside the new user namespace). The helper is the leader
 // of a session of its own, with no controlling terminal.
-func (n Namespace) SysProcAttr() *syscall.SysProcAttr {
+func (n Namespace) sysProcAttr() *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{
 		Setsid:     true,
 		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
@@ -36,8 +38,73 @@ func (n Namespace) SysProcAttr() *syscall.SysProcAttr {
 		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 		a.GidMappingsEnableSetgroups = false
 		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+		if n.Network {
+			// The loopback is brought up in the helper (Enter).
+			a.AmbientCaps = append(a.AmbientCaps, unix.CAP_NET_ADMIN)
+		}
 	}
 	return a
+}
+
+// Start starts cmd in n's namespaces (sysProcAttr). With a user namespace, the
+// parent writes the child's uid and gid maps before the child execs, and the kernel lets it
+// only while the child — a copy of this process until then — is dumpable: a process that is
+// not dumpable (cmd/airlock makes itself so, first thing) has /proc entries that belong to
+// root, uid_map among them, and an unprivileged parent gets EACCES. So this process is
+// dumpable while such a child starts, and returns to what it was once the last start in
+// progress has returned.
+//
+// That leaves Airlock's /proc entries open to processes of its own user for a few
+// milliseconds. No command can use them: in namespace mode every command runs in a PID
+// namespace of its own, which does not show Airlock's process, and in the fallback mode
+// Landlock keeps a command from tracing, or reading the memory of, any process outside its
+// domain, and seccomp refuses ptrace and process_vm_readv.
+func (n Namespace) Start(cmd *exec.Cmd) error {
+	cmd.SysProcAttr = n.sysProcAttr()
+	if !n.User {
+		return cmd.Start()
+	}
+	release, err := holdDumpable()
+	if err != nil {
+		return err
+	}
+	defer release()
+	return cmd.Start()
+}
+
+// dumpable counts the starts that hold this process dumpable (holdDumpable), and what it
+// was before the first of them.
+var dumpable struct {
+	sync.Mutex
+	holds int
+	was   int
+}
+
+// holdDumpable makes this process dumpable until release is called, and then, once no other
+// hold is left, returns it to what it was.
+func holdDumpable() (release func(), err error) {
+	dumpable.Lock()
+	defer dumpable.Unlock()
+	if dumpable.holds == 0 {
+		was, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+		if err != nil {
+			return nil, fmt.Errorf("namespace: read whether this process is dumpable: %w", err)
+		}
+		if was != 1 {
+			if err := unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0); err != nil {
+				return nil, fmt.Errorf("namespace: make this process dumpable for the user namespace's maps: %w", err)
+			}
+		}
+		dumpable.was = was
+	}
+	dumpable.holds++
+	return func() {
+		dumpable.Lock()
+		defer dumpable.Unlock()
+		if dumpable.holds--; dumpable.holds == 0 && dumpable.was != 1 {
+			_ = unix.Prctl(unix.PR_SET_DUMPABLE, uintptr(dumpable.was), 0, 0, 0)
+		}
+	}, nil
 }
 
 // Enter builds the namespace's filesystem and makes it the process's root. It runs in the
@@ -247,7 +314,8 @@ func makeDev(dev string) error {
 // runtime runs several: each step is made on all of them at once through psx, which ends
 // the process if any thread's result differs from the others'. A thread made afterwards
 // copies the credentials of the thread that makes it. [VerifyDropped] checks the outcome on
-// every thread.
+// every thread. An unprivileged process outside a user namespace keeps its bounding set: it
+// holds no capability to empty it with, and no_new_privs leaves an exec nothing to grant.
 //
 // A step that every thread already shows done (/proc) is not broadcast: each psx call
 // stops every thread and waits for each in turn, and emptying the bounding set takes one
@@ -266,7 +334,10 @@ func DropAll() error {
 			return fmt.Errorf("no_new_privs: %w", e)
 		}
 	}
-	if !done["CapBnd:"] {
+	// Emptying the bounding set needs CAP_SETPCAP. An unprivileged process that holds no
+	// capability (a helper outside a user namespace) can neither empty it nor gain anything
+	// from it: under no_new_privs an exec grants no capability beyond those held before.
+	if !done["CapBnd:"] && !(done["CapPrm:"] && os.Geteuid() != 0) {
 		// Capabilities are numbered without gaps: the first the kernel does not know ends
 		// the loop (EINVAL).
 		for c := 0; c <= 63; c++ {
@@ -297,8 +368,9 @@ func DropAll() error {
 var capLines = []string{"CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"}
 
 // VerifyDropped reports an error unless every thread of the process holds no capability in
-// any set (bounding and ambient included) and has no_new_privs set, as the kernel reports
-// them in /proc.
+// any set (bounding and ambient included; the bounding set of a process that holds none
+// may stay, as DropAll leaves it) and has no_new_privs set, as the kernel reports them in
+// /proc.
 func VerifyDropped() error {
 	return eachThread(func(tid, status string) error {
 		if err := droppedStatus(status); err != nil {
@@ -331,9 +403,10 @@ func eachThread(f func(tid, status string) error) error {
 }
 
 // threadsDone reports, for NoNewPrivs:, CapBnd: and CapAmb:, whether every thread's
-// status already shows that step of [DropAll] done.
+// status already shows that step of [DropAll] done, and for CapPrm: whether no thread holds
+// a capability.
 func threadsDone() (map[string]bool, error) {
-	done := map[string]bool{"NoNewPrivs:": true, "CapBnd:": true, "CapAmb:": true}
+	done := map[string]bool{"NoNewPrivs:": true, "CapBnd:": true, "CapAmb:": true, "CapPrm:": true}
 	err := eachThread(func(_, status string) error {
 		for key := range done {
 			done[key] = done[key] && statusDone(status, key)
@@ -359,7 +432,9 @@ func stepDone(key, val string) bool {
 	return val != "" && strings.Trim(val, "0") == ""
 }
 
-// droppedStatus checks one thread's status file.
+// droppedStatus checks one thread's status file. A bounding set that is not empty passes
+// only on a thread of an unprivileged user that holds no capability and has no_new_privs
+// set (see [DropAll]).
 func droppedStatus(status string) error {
 	for _, key := range append([]string{"NoNewPrivs:"}, capLines...) {
 		val, ok := statusValue(status, key)
@@ -367,6 +442,7 @@ func droppedStatus(status string) error {
 		case !ok:
 			return fmt.Errorf("status has no %s line", strings.TrimSuffix(key, ":"))
 		case stepDone(key, val):
+		case key == "CapBnd:" && unprivileged(status) && statusDone(status, "CapPrm:") && statusDone(status, "NoNewPrivs:"):
 		case key == "NoNewPrivs:":
 			return errors.New("no_new_privs is not set")
 		default:
@@ -374,6 +450,13 @@ func droppedStatus(status string) error {
 		}
 	}
 	return nil
+}
+
+// unprivileged reports whether a thread's status shows an effective uid other than root's.
+func unprivileged(status string) bool {
+	ids, _ := statusValue(status, "Uid:")
+	f := strings.Fields(ids)
+	return len(f) == 4 && f[1] != "0"
 }
 
 // statusValue is the value of a status file's line for key ("CapBnd:"), and whether the
