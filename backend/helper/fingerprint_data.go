@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "f8dc242be6ff2923f6f24f0e6e80b4e1b5393e89882f4bda0d8e8bd84f57709b"
+const SourceFingerprint = "81c96ba4642ae6d8bfc751ae7736d57defc3eaf829d34f14b3a04046e76914b2"

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -533,5 +534,39 @@ func TestLendToAWorkerComingBack(t *testing.T) {
 	}
 	if n := f.sb.Spawned(); n != 1 {
 		t.Fatalf("%d workers made for %d functions lent one after another; want 1", n, 2*rounds)
+	}
+}
+
+// TestFilterLeavesSpeculationAlone: a restricted thread, and so every command it starts,
+// keeps the speculation controls of the threads around it. A filter installed without
+// SECCOMP_FILTER_FLAG_SPEC_ALLOW force-disables speculative store bypass and indirect branch
+// speculation wherever the kernel ties those mitigations to seccomp (before 5.16, or
+// spec_store_bypass_disable=seccomp): an IBPB at every switch to or from a command, and
+// slower commands. Where the processor offers neither control to processes (the machine CI
+// runs on), the filter can change nothing and the test skips.
+func TestFilterLeavesSpeculationAlone(t *testing.T) {
+	f := newFixture(t, sandbox.Network{})
+	read := func() (ssb, ib int) {
+		ssb, _ = unix.PrctlRetInt(unix.PR_GET_SPECULATION_CTRL, unix.PR_SPEC_STORE_BYPASS, 0, 0, 0)
+		ib, _ = unix.PrctlRetInt(unix.PR_GET_SPECULATION_CTRL, unix.PR_SPEC_INDIRECT_BRANCH, 0, 0, 0)
+		return ssb, ib
+	}
+	runtime.LockOSThread()
+	outSSB, outIB := read()
+	runtime.UnlockOSThread()
+	if outSSB&unix.PR_SPEC_PRCTL == 0 && outIB&unix.PR_SPEC_PRCTL == 0 {
+		t.Skipf("this processor offers processes no speculation control (store bypass %#x, indirect branch %#x): a filter cannot change them here", outSSB, outIB)
+	}
+	var inSSB, inIB int
+	if err := f.sb.Do(func() error { inSSB, inIB = read(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("store bypass %#x, indirect branch %#x outside; %#x, %#x on a restricted thread", outSSB, outIB, inSSB, inIB)
+	if inSSB != outSSB || inIB != outIB {
+		t.Fatalf("the filter changed the thread's speculation controls: store bypass %#x → %#x, indirect branch %#x → %#x", outSSB, inSSB, outIB, inIB)
+	}
+	out, err := f.sh(t, "grep ^Speculation /proc/self/status")
+	if err != nil || strings.Contains(out, "force mitigated") {
+		t.Fatalf("a command's speculation controls (%v):\n%s", err, out)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os"
 	"os/signal"
 	"path"
 	"runtime"
@@ -62,11 +63,16 @@ type benchSeries struct {
 	P99  float64 `json:"p99_ms"`
 }
 
-// benchHost is what the host that timed is: its processors and kernel.
+// benchHost is what the host that timed is: its processors and kernel, and the kernel's
+// speculation mitigations, which decide what a command under seccomp pays at each switch.
 type benchHost struct {
 	CPUs   int    `json:"cpus"`
 	Procs  int    `json:"gomaxprocs"`
 	Kernel string `json:"kernel"`
+	// SpecStoreBypass and SpectreV2 are the kernel's lines for them in
+	// /sys/devices/system/cpu/vulnerabilities.
+	SpecStoreBypass string `json:"spec_store_bypass,omitempty"`
+	SpectreV2       string `json:"spectre_v2,omitempty"`
 }
 
 func hostOf() benchHost {
@@ -75,7 +81,18 @@ func hostOf() benchHost {
 	if unix.Uname(&u) == nil {
 		h.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
+	const vuln = "/sys/devices/system/cpu/vulnerabilities/"
+	h.SpecStoreBypass, h.SpectreV2 = sysfsLine(vuln+"spec_store_bypass"), sysfsLine(vuln+"spectre_v2")
 	return h
+}
+
+// sysfsLine is the file's content without surrounding space, or "" when it cannot be read.
+func sysfsLine(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // benchOpts are bench's flags.
