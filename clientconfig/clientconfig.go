@@ -21,7 +21,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/tool"
 )
 
@@ -59,7 +61,8 @@ type Target struct {
 	// Command and Args start the server: the airlock binary, "mcp", "--config", FILE.
 	Command string
 	Args    []string
-	// ToolTimeoutSec is the client's per-call timeout where it has one in its config.
+	// ToolTimeoutSec is the client's per-call timeout where it has one in its config
+	// (default: as long as a command's, backend.DefaultTimeout).
 	ToolTimeoutSec int
 	// ClientTools are the tools the installed client offers its model (found by running it
 	// against a loopback probe, package clientprobe); nil when it could not be run. Deny
@@ -92,7 +95,7 @@ func Plan(t Target) ([]Change, []string, error) {
 		return nil, nil, errors.New("the server command is required")
 	}
 	if t.ToolTimeoutSec <= 0 {
-		t.ToolTimeoutSec = 120
+		t.ToolTimeoutSec = int(backend.DefaultTimeout / time.Second)
 	}
 	base := t.ProjectDir
 	if t.Scope == User {
