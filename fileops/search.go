@@ -94,53 +94,14 @@ func (s *searcher) search(ctx context.Context, inv *tool.Invocation) (*tool.Outp
 		}
 		notes = []string{searchShellNote + " (" + fell2str(err) + ")"}
 	}
-	if a.Target == "files" {
-		d.Engine = "find"
-		res, err = s.run(ctx, inv.Env, limit, "find", s.findArgv(p, a, ""))
-	} else {
-		d.Engine = "rg"
-		key := envKey(inv.Env)
-		s.mu.Lock()
-		skip := s.noRG[key]
-		s.mu.Unlock()
-		if !skip {
-			res, err = s.run(ctx, inv.Env, limit, "rg", s.findArgv(p, a, "rg"))
-			if err == nil && res.ExitCode == 127 {
-				s.mu.Lock()
-				if s.noRG == nil {
-					s.noRG = map[string]bool{}
-				}
-				s.noRG[key] = true
-				s.mu.Unlock()
-				skip = true
-			}
-		}
-		if skip {
-			d.Engine = "grep"
-			res, err = s.run(ctx, inv.Env, limit, "grep", s.findArgv(p, a, "grep"))
-		}
-	}
+	d.Engine, res, err = s.shellSearch(ctx, inv.Env, p, a, limit)
 	if err != nil {
 		return nil, err
 	}
 	if res.TimedOut || res.Cancelled {
 		return failed(CodeIOError, "the search did not finish in time; narrow the path or the pattern", true, d), nil
 	}
-	for _, line := range bytes.Split(res.Stdout, []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		m, ok := parseMatch(d.Engine, string(line))
-		if !ok || s.hidden(inv.Env, m.Path) {
-			continue
-		}
-		if len(d.Matches) == limit {
-			d.Truncated = true
-			break
-		}
-		m.Path = display(inv.Env, m.Path)
-		d.Matches = append(d.Matches, m)
-	}
+	s.collect(inv.Env, res.Stdout, limit, &d)
 	// find only says that some rg or grep it ran failed, so an error shows as text on
 	// stderr with nothing found. A file the kernel sandbox keeps out is unreadable, not a
 	// failed search; a complaint naming a hidden file is left out so that it cannot leak
@@ -154,6 +115,53 @@ func (s *searcher) search(ctx context.Context, inv *tool.Invocation) (*tool.Outp
 		out.Content += "(the search also reported: " + complaint + ")\n"
 	}
 	return out, nil
+}
+
+// shellSearch runs the search as a command in env: find for files, else rg, or grep where
+// env has no rg (remembered per environment). It returns the engine that ran.
+func (s *searcher) shellSearch(ctx context.Context, env backend.Environment, p string, a searchArgs, limit int) (string, backend.Result, error) {
+	if a.Target == "files" {
+		res, err := s.run(ctx, env, limit, "find", s.findArgv(p, a, ""))
+		return "find", res, err
+	}
+	key := envKey(env)
+	s.mu.Lock()
+	skip := s.noRG[key]
+	s.mu.Unlock()
+	if !skip {
+		res, err := s.run(ctx, env, limit, "rg", s.findArgv(p, a, "rg"))
+		if err != nil || res.ExitCode != 127 {
+			return "rg", res, err
+		}
+		s.mu.Lock()
+		if s.noRG == nil {
+			s.noRG = map[string]bool{}
+		}
+		s.noRG[key] = true
+		s.mu.Unlock()
+	}
+	res, err := s.run(ctx, env, limit, "grep", s.findArgv(p, a, "grep"))
+	return "grep", res, err
+}
+
+// collect adds the matches of a shell search's output to d, up to limit, leaving out what
+// the policy hides; d.Truncated says some were left.
+func (s *searcher) collect(env backend.Environment, stdout []byte, limit int, d *searchData) {
+	for _, line := range bytes.Split(stdout, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		m, ok := parseMatch(d.Engine, string(line))
+		if !ok || s.hidden(env, m.Path) {
+			continue
+		}
+		if len(d.Matches) == limit {
+			d.Truncated = true
+			return
+		}
+		m.Path = display(env, m.Path)
+		d.Matches = append(d.Matches, m)
+	}
 }
 
 // searchShellNote is what a search result says when it ran as find and rg or grep although
