@@ -365,25 +365,34 @@ func run(sh shell, r Request, dir string, uid int) Result {
 			res.Error = err.Error()
 		}
 	}
-	logPath := filepath.Join(logDir, strconv.Itoa(sid)+".log")
-	if b, err := os.ReadFile(logPath); err == nil {
-		for _, line := range bytes.Split(b, []byte{'\n'}) {
-			if len(line) == 0 {
-				continue
-			}
-			var e Entry
-			if err := json.Unmarshal(line, &e); err != nil {
-				res.Error = "bad log line: " + err.Error()
-				continue
-			}
-			res.Runs = append(res.Runs, e)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		res.Error = "read log: " + err.Error()
-	}
-	_ = os.Remove(logPath)
+	readRunLog(sid, &res)
 	res.Missing = notFound(sh.name, res.Stderr)
 	return res
+}
+
+// readRunLog adds to res the entries the run's shell wrote to its log (session sid), and
+// removes the log.
+func readRunLog(sid int, res *Result) {
+	logPath := filepath.Join(logDir, strconv.Itoa(sid)+".log")
+	defer os.Remove(logPath)
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			res.Error = "read log: " + err.Error()
+		}
+		return
+	}
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		if len(line) == 0 {
+			continue
+		}
+		var e Entry
+		if err := json.Unmarshal(line, &e); err != nil {
+			res.Error = "bad log line: " + err.Error()
+			continue
+		}
+		res.Runs = append(res.Runs, e)
+	}
 }
 
 func exitCode(err error) int {
