@@ -30,63 +30,18 @@ func decodeANSIC(s string) (out string, locale bool) {
 			continue
 		}
 		i++
-		switch e := s[i]; e {
-		case 'a':
-			b.WriteByte('\a')
-		case 'b':
-			b.WriteByte('\b')
-		case 'e', 'E':
-			b.WriteByte(0x1b)
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'v':
-			b.WriteByte('\v')
+		e := s[i]
+		if x, ok := ansicEscapes[e]; ok {
+			b.WriteByte(x)
+			continue
+		}
+		switch e {
 		case 'c':
-			// bash's TOCTRL: \c? is DEL, any other character is its upper case's control
-			// code (\ca and \cA are both 0x01). \c\\ is one backslash.
-			if i+1 < len(s) {
-				i++
-				x := s[i]
-				if x == '\\' && i+1 < len(s) && s[i+1] == '\\' {
-					i++
-				}
-				switch {
-				case x == '?':
-					b.WriteByte(0x7f)
-				case x >= 'a' && x <= 'z':
-					b.WriteByte((x - 'a' + 'A') & 0x1f)
-				default:
-					b.WriteByte(x & 0x1f)
-				}
-			}
+			i = ansicControl(&b, s, i)
 		case 'x', 'u', 'U':
-			width := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
-			j := i + 1
-			for j < len(s) && j-i-1 < width && isHex(s[j]) {
-				j++
-			}
-			if j == i+1 {
-				b.WriteByte('\\')
-				b.WriteByte(e)
-				continue
-			}
-			n, _ := strconv.ParseUint(s[i+1:j], 16, 32)
-			switch {
-			case e == 'x' || n < utf8.RuneSelf:
-				b.WriteByte(byte(n))
-			default:
-				locale = true
-				if utf8.ValidRune(rune(n)) {
-					b.WriteRune(rune(n))
-				}
-			}
-			i = j - 1
+			var wide bool
+			i, wide = ansicHex(&b, s, i)
+			locale = locale || wide
 		case '0', '1', '2', '3', '4', '5', '6', '7':
 			j := i
 			for j < len(s) && j-i < 3 && s[j] >= '0' && s[j] <= '7' {
@@ -104,6 +59,60 @@ func decodeANSIC(s string) (out string, locale bool) {
 		}
 	}
 	return b.String(), locale
+}
+
+// ansicEscapes are bash's one-letter $'…' escapes.
+var ansicEscapes = map[byte]byte{
+	'a': '\a', 'b': '\b', 'e': 0x1b, 'E': 0x1b, 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v',
+}
+
+// ansicControl writes the control character of the \c escape whose c is at s[i] and returns
+// the index of its last byte. bash's TOCTRL: \c? is DEL, any other character is its upper
+// case's control code (\ca and \cA are both 0x01); the \\ of \c\\ counts as one backslash.
+func ansicControl(b *strings.Builder, s string, i int) int {
+	if i+1 >= len(s) {
+		return i
+	}
+	i++
+	x := s[i]
+	if x == '\\' && i+1 < len(s) && s[i+1] == '\\' {
+		i++
+	}
+	switch {
+	case x == '?':
+		b.WriteByte(0x7f)
+	case x >= 'a' && x <= 'z':
+		b.WriteByte((x - 'a' + 'A') & 0x1f)
+	default:
+		b.WriteByte(x & 0x1f)
+	}
+	return i
+}
+
+// ansicHex writes the \x, \u or \U escape whose letter is at s[i] (up to 2, 4 or 8 hex
+// digits; none leaves the escape as written) and returns the index of its last byte, and
+// whether it wrote a character beyond ASCII, which depends on the locale.
+func ansicHex(b *strings.Builder, s string, i int) (int, bool) {
+	e := s[i]
+	width := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+	j := i + 1
+	for j < len(s) && j-i-1 < width && isHex(s[j]) {
+		j++
+	}
+	if j == i+1 {
+		b.WriteByte('\\')
+		b.WriteByte(e)
+		return i, false
+	}
+	n, _ := strconv.ParseUint(s[i+1:j], 16, 32)
+	if e == 'x' || n < utf8.RuneSelf {
+		b.WriteByte(byte(n))
+		return j - 1, false
+	}
+	if utf8.ValidRune(rune(n)) {
+		b.WriteRune(rune(n))
+	}
+	return j - 1, true
 }
 
 // decodeBusyboxANSIC decodes the body of a $'…' string as busybox sh does (shell/ash.c,
