@@ -43,42 +43,7 @@ func (w *walker) operandPaths(p *program, s scanned, ops []arg, seg string) {
 			w.pathEffect(a, mode, recursive, seg)
 		}
 	}
-	if len(ops) > 0 {
-		last := ops[len(ops)-1]
-		switch mode {
-		case pathsDest, pathsDestDelete, pathsLink:
-			copiesSecret := false
-			for _, a := range ops[:len(ops)-1] {
-				if mode == pathsLink {
-					w.linkTarget(a, linkDir(last, len(ops) > 2), seg)
-				} else {
-					w.pathEffect(a, pathsRead, false, seg)
-					copiesSecret = copiesSecret || !a.dynamic && w.leaks(w.classifyPath(a))
-				}
-			}
-			if copiesSecret && !last.dynamic {
-				// cp .env x: sending x later sends the secret.
-				if w.tainted == nil {
-					w.tainted = map[string]bool{}
-				}
-				w.tainted[w.classifyPath(last).clean] = true
-			}
-			if mode == pathsDestDelete {
-				// rsync --delete empty/ dir empties dir.
-				w.pathEffect(last, pathsDelete, true, seg)
-			} else {
-				w.pathEffect(last, pathsWrite, false, seg)
-			}
-		case pathsFirst:
-			w.pathEffect(ops[0], pathsWrite, false, seg)
-		case pathsIO:
-			// uniq IN OUT, xxd IN OUT: the second operand is written.
-			w.pathEffect(ops[0], pathsRead, false, seg)
-			if len(ops) > 1 {
-				w.pathEffect(ops[1], pathsWrite, false, seg)
-			}
-		}
-	}
+	w.placedOperands(ops, mode, seg)
 	for _, v := range s.values {
 		if p.mountFlags[v.flag] {
 			w.mount(v.val.text, seg)
@@ -90,6 +55,49 @@ func (w *walker) operandPaths(p *program, s scanned, ops []arg, seg string) {
 		}
 		for _, v := range s.values {
 			w.upload(v.val, seg)
+		}
+	}
+}
+
+// placedOperands judges the operands of the modes that single them out by place: copies and
+// links (every operand but the last read or linked, the last written, or emptied with
+// rsync --delete), the first operand written, or the second written after the first read.
+func (w *walker) placedOperands(ops []arg, mode, seg string) {
+	if len(ops) == 0 {
+		return
+	}
+	last := ops[len(ops)-1]
+	switch mode {
+	case pathsDest, pathsDestDelete, pathsLink:
+		copiesSecret := false
+		for _, a := range ops[:len(ops)-1] {
+			if mode == pathsLink {
+				w.linkTarget(a, linkDir(last, len(ops) > 2), seg)
+			} else {
+				w.pathEffect(a, pathsRead, false, seg)
+				copiesSecret = copiesSecret || !a.dynamic && w.leaks(w.classifyPath(a))
+			}
+		}
+		if copiesSecret && !last.dynamic {
+			// cp .env x: sending x later sends the secret.
+			if w.tainted == nil {
+				w.tainted = map[string]bool{}
+			}
+			w.tainted[w.classifyPath(last).clean] = true
+		}
+		if mode == pathsDestDelete {
+			// rsync --delete empty/ dir empties dir.
+			w.pathEffect(last, pathsDelete, true, seg)
+		} else {
+			w.pathEffect(last, pathsWrite, false, seg)
+		}
+	case pathsFirst:
+		w.pathEffect(ops[0], pathsWrite, false, seg)
+	case pathsIO:
+		// uniq IN OUT, xxd IN OUT: the second operand is written.
+		w.pathEffect(ops[0], pathsRead, false, seg)
+		if len(ops) > 1 {
+			w.pathEffect(ops[1], pathsWrite, false, seg)
 		}
 	}
 }
