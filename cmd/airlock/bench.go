@@ -66,6 +66,7 @@ type benchSeries struct {
 // benchHost is what the host that timed is: its processors and kernel, and the kernel's
 // speculation mitigations, which decide what a command under seccomp pays at each switch.
 type benchHost struct {
+	Arch   string `json:"arch"`
 	CPUs   int    `json:"cpus"`
 	Procs  int    `json:"gomaxprocs"`
 	Kernel string `json:"kernel"`
@@ -76,7 +77,7 @@ type benchHost struct {
 }
 
 func hostOf() benchHost {
-	h := benchHost{CPUs: runtime.NumCPU(), Procs: runtime.GOMAXPROCS(0)}
+	h := benchHost{Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Procs: runtime.GOMAXPROCS(0)}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		h.Kernel = unix.ByteSliceToString(u.Release[:])
