@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/backend/helper/helpertest"
+	"github.com/airlock-dev/airlock/internal/buildtest"
 )
 
 // nobody is the unprivileged user the test runs airlock as.
@@ -99,7 +99,7 @@ func unprivilegedDir(t *testing.T, files []string) string {
 		if i > 0 {
 			name = filepath.Base(f)
 		}
-		copyFile(t, f, filepath.Join(bin, name))
+		buildtest.CopyFile(t, f, filepath.Join(bin, name), 0o755)
 	}
 	return dir
 }
@@ -119,24 +119,4 @@ func runAs(t *testing.T, dir, wd string, args ...string) string {
 		t.Fatalf("airlock %s as uid %d: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), nobody, err, out.String(), errb.String())
 	}
 	return out.String()
-}
-
-// copyFile copies the executable src to dst, mode 0755.
-func copyFile(t *testing.T, src, dst string) {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -1,7 +1,6 @@
 package helper_test
 
 import (
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/airlock-dev/airlock/backend/helper"
 	"github.com/airlock-dev/airlock/backend/helper/helpertest"
+	"github.com/airlock-dev/airlock/internal/buildtest"
 )
 
 func TestInspectDefaultBuild(t *testing.T) {
@@ -57,7 +57,7 @@ func TestInspectDefaultBuild(t *testing.T) {
 		if i == 0 {
 			dst = exe
 		}
-		copyFile(t, f.Path, dst)
+		buildtest.CopyFile(t, f.Path, dst, 0o700)
 	}
 	argv := b.Argv(exe, lib, "version")
 	if argv[0] != filepath.Join(lib, b.Interp) || argv[1] != "--library-path" || argv[3] != exe {
@@ -106,24 +106,5 @@ func TestMergeEnv(t *testing.T) {
 	got := helper.MergeEnv([]string{"A=1", "B=2", "A=3"}, []string{"C=4", "B=5"})
 	if strings.Join(got, " ") != "A=3 B=5 C=4" {
 		t.Errorf("merged %q", got)
-	}
-}
-
-func copyFile(t *testing.T, src, dst string) {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o700)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
 	}
 }

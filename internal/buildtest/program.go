@@ -3,6 +3,7 @@ package buildtest
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -128,4 +129,26 @@ func Run(m *testing.M) {
 	code := m.Run()
 	Cleanup()
 	os.Exit(code)
+}
+
+// CopyFile copies the file src to dst, which must not exist yet, with mode perm (a built
+// program put where a test needs it: beside another, or where another user can run it).
+func CopyFile(t testing.TB, src, dst string, perm os.FileMode) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
