@@ -1,6 +1,9 @@
 package backend
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // ModeHelper is the [Description.Mode] of an environment whose commands go to its resident
 // helper, and the name bench --mode takes for it.
@@ -18,6 +21,27 @@ func CanonicalMode(mode string) string {
 	}
 	return mode
 }
+
+// OldKeys is embedded in the section of a backend whose [Record.Renamed] names former keys:
+// configs gives it a note for each key the file named by its former name, and the backend's
+// Describe shows [OldKeys.OldKeyNotes]. Its field is unexported so that no TOML fills it, and
+// it is held by value so that the copies a backend makes of its section carry the notes.
+type OldKeys struct{ notes []string }
+
+// OldKeyNoter is what configs needs of a section to give it those notes: a pointer to a
+// section that embeds [OldKeys].
+type OldKeyNoter interface{ NoteOldKey(note string) }
+
+// NoteOldKey adds a note for [Description.Notes].
+func (o *OldKeys) NoteOldKey(note string) {
+	// Appended to a full slice, so that a copy of the section made earlier, which shares the
+	// backing array, never sees notes given after it was made.
+	o.notes = append(o.notes[:len(o.notes):len(o.notes)], note)
+}
+
+// OldKeyNotes returns the notes in the order they were given; an append to the result gets
+// an array of its own.
+func (o OldKeys) OldKeyNotes() []string { return slices.Clip(o.notes) }
 
 // TakeOldKey moves a configuration value given under a key's former name (*oldVal, read
 // from section.oldKey) to the key's current one (*newVal, section.newKey), so that a

@@ -28,6 +28,14 @@ type Record struct {
 	// NewConfig returns a pointer to the section's defaults; the TOML section is decoded
 	// over it.
 	NewConfig func() any
+	// Renamed maps the former name of a key of [environment.KIND] to its current name, for
+	// keys renamed since a configuration may have been written. configs reads a key given
+	// under its former name as the current one, refuses a file that gives both (the error
+	// names both keys: which value was meant cannot be told), and gives the section a note
+	// for each former name used, which the backend's Describe shows: the section then embeds
+	// [OldKeys]. The schema keeps the former names, marked deprecated, since a file is checked
+	// against it before it is decoded. A section built in code has only the current names.
+	Renamed map[string]string
 	// Validate checks a decoded section beyond its schema; nil when the schema says all.
 	Validate func(section any) error
 	// Derive adapts section — the environment's own copy — to the runtime's [Policy] and
@@ -156,6 +164,9 @@ func Register(r Record) {
 	}
 	if _, ok := r.NewConfig().(Pooled); r.WarmPool && (!ok || !r.PerSession) {
 		panic(fmt.Sprintf("backend: record %q declares WarmPool without per-session environments and a Pooled section", r.Kind))
+	}
+	if _, ok := r.NewConfig().(OldKeyNoter); len(r.Renamed) > 0 && !ok {
+		panic(fmt.Sprintf("backend: record %q declares Renamed keys and its section does not embed OldKeys", r.Kind))
 	}
 	recordsMu.Lock()
 	defer recordsMu.Unlock()

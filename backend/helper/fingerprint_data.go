@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "81c96ba4642ae6d8bfc751ae7736d57defc3eaf829d34f14b3a04046e76914b2"
+const SourceFingerprint = "0a8a86d201d70bad9b1a0ccfed46e4083e6d9d5072f9a48a668cf2f8e1e484e8"
