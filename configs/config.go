@@ -234,44 +234,18 @@ func Parse(data []byte, dir string) (*Config, error) {
 	if err != nil {
 		return nil, &Error{Err: err}
 	}
-	// The backends' sections, each into its record's type.
-	var sections struct {
-		Environment map[string]toml.Primitive `toml:"environment"`
-	}
-	smd, err := toml.Decode(string(data), &sections)
+	sections, vs, err := decodeSections(string(data), raw)
 	if err != nil {
 		return nil, &Error{Err: err}
 	}
-	var vs schema.Violations
-	for kind, prim := range sections.Environment {
-		r, ok := backend.Lookup(kind)
-		if !ok {
-			continue // a common key, or unknown: said below
-		}
-		sec := r.NewConfig()
-		if err := smd.PrimitiveDecode(prim, sec); err != nil {
-			vs = append(vs, schema.Violation{Path: "environment." + kind, Message: err.Error()})
-			continue
-		}
-		if cfg.Environment.sections == nil {
-			cfg.Environment.sections = map[string]any{}
-		}
-		cfg.Environment.sections[kind] = sec
-	}
+	cfg.Environment.sections = sections
 	for _, k := range md.Undecoded() {
 		if len(k) >= 2 && k[0] == "environment" {
 			if _, ok := backend.Lookup(k[1]); ok {
-				continue // decoded above
+				continue // decodeSections' part
 			}
 		}
 		vs = append(vs, schema.Violation{Path: k.String(), Message: "unknown key"})
-	}
-	for _, k := range smd.Undecoded() {
-		if len(k) >= 3 && k[0] == "environment" {
-			if _, ok := backend.Lookup(k[1]); ok {
-				vs = append(vs, schema.Violation{Path: k.String(), Message: "unknown key"})
-			}
-		}
 	}
 	if len(vs) > 0 {
 		return nil, &Error{Violations: vs}

@@ -103,9 +103,6 @@ type Env struct {
 // New connects to the daemon, finds or creates the container cfg describes and starts the
 // helper in it. Errors name what is wrong and how to fix it.
 func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
-	if err := cfg.takeOldKeys(); err != nil {
-		return nil, err
-	}
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -258,7 +255,7 @@ func (e *Env) Describe() backend.Description {
 		// /tmp is a tmpfs of the container's own: no other project's files are in it.
 		Scratch: []string{"/tmp"},
 	}
-	d.Notes = append(d.Notes, e.cfg.oldKeyNotes...)
+	d.Notes = append(d.Notes, e.cfg.OldKeyNotes()...)
 	if e.runtimeNote != "" {
 		d.Notes = append(d.Notes, e.runtimeNote)
 	}

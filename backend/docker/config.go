@@ -69,20 +69,15 @@ type Config struct {
 	// IdleTTL is how long a reused container may stay unused before gc removes it.
 	IdleTTL backend.Duration `toml:"idle_ttl"`
 	// Helper is "auto" (use the resident helper when it can run) or "off" (one exec per
-	// command). Unset in a section read from a file until [New] applies the default, so that
-	// a file giving it under its old name as well is told apart (see takeOldKeys).
+	// command). A file may give it under its former name, agent (see the record's Renamed).
 	Helper string `toml:"helper"`
 	// HelperBinary is a static linux airlock binary to copy in; empty means the running
-	// executable.
+	// executable. A file may give it under its former name, agent_binary.
 	HelperBinary string `toml:"helper_binary"`
-	// OldHelper and OldHelperBinary are agent and agent_binary, the deprecated former names of
-	// helper and helper_binary, still read: takeOldKeys moves them over and Describe notes it.
-	OldHelper       string `toml:"agent"`
-	OldHelperBinary string `toml:"agent_binary"`
 	// Env holds extra variables set in the container.
 	Env map[string]string `toml:"env"`
-	// oldKeyNotes say which keys were given under a deprecated former name.
-	oldKeyNotes []string
+	// OldKeys holds the notes on keys the file gave under a former name, for Describe.
+	backend.OldKeys
 
 	// The fields below come from the general [environment] section; the caller fills them.
 
@@ -174,29 +169,6 @@ const (
 	HelperOff  = "off"
 )
 
-// takeOldKeys moves the values of keys given under their former names to the current ones
-// and keeps a note for Describe on each such key; a key given under both names is an error
-// naming both. It runs when the file is read and again in New, for a Config built in code;
-// the second time finds nothing to move.
-func (c *Config) takeOldKeys() error {
-	for _, k := range []struct {
-		old, cur     string
-		oldVal, curV *string
-	}{
-		{"agent", "helper", &c.OldHelper, &c.Helper},
-		{"agent_binary", "helper_binary", &c.OldHelperBinary, &c.HelperBinary},
-	} {
-		note, err := backend.TakeOldKey(strings.TrimSuffix(key, "."), k.old, k.oldVal, k.cur, k.curV)
-		if err != nil {
-			return err
-		}
-		if note != "" {
-			c.oldKeyNotes = append(c.oldKeyNotes, note)
-		}
-	}
-	return nil
-}
-
 // withDefaults fills the zero fields that have a non-zero default.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
@@ -251,9 +223,6 @@ var (
 // command could replace the inner directory with a symlink, which Docker would follow on the
 // host when the container next starts.
 func (c Config) Validate() error {
-	if err := c.takeOldKeys(); err != nil { // on this copy
-		return err
-	}
 	var errs []error
 	bad := func(k, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s%s: %s", key, k, fmt.Sprintf(format, args...)))

@@ -14,18 +14,14 @@ var configSchema []byte
 
 func init() {
 	backend.Register(backend.Record{
-		Kind:    "docker",
-		Summary: "a hardened container per session, through the Engine API",
-		Schema:  configSchema,
-		// helper is left unset so that a file giving it under its old name as well is told
-		// apart from one that gives only the old name; New applies the default.
-		NewConfig: func() any { c := DefaultConfig(); c.Helper = ""; return &c },
-		// Only what must be refused before any container opens (and the keys' old names
-		// moved to the new, before a bench --mode sets one); New checks the rest.
-		Validate: func(section any) error {
-			c := section.(*Config)
-			return errors.Join(c.takeOldKeys(), c.validatePool())
-		},
+		Kind:      "docker",
+		Summary:   "a hardened container per session, through the Engine API",
+		Schema:    configSchema,
+		NewConfig: func() any { c := DefaultConfig(); return &c },
+		// The resident helper's keys were named for the agent, which it is not.
+		Renamed: map[string]string{"agent": "helper", "agent_binary": "helper_binary"},
+		// Only what must be refused before any container opens; New checks the rest.
+		Validate:   func(section any) error { return section.(*Config).validatePool() },
 		Derive:     derive,
 		Open:       open,
 		PerSession: true,
@@ -33,9 +29,6 @@ func init() {
 		Modes:      []string{ModeHelper, ModeExec},
 		SetMode: func(section any, mode string) error {
 			c := section.(*Config)
-			if err := c.takeOldKeys(); err != nil {
-				return err
-			}
 			switch mode {
 			case "", ModeHelper, backend.OldModeHelper:
 				c.Helper = HelperAuto
@@ -113,7 +106,6 @@ func (c *Config) Resolve(abs func(string) string) {
 		c.Volumes[i].Host = abs(c.Volumes[i].Host)
 	}
 	c.HelperBinary = abs(c.HelperBinary)
-	c.OldHelperBinary = abs(c.OldHelperBinary)
 }
 
 // Mounts are the host directories the container sees.

@@ -103,9 +103,6 @@ type Env struct {
 // New connects to the API server, finds or creates the session's pod and starts the helper
 // in it. Errors name what is wrong and how to fix it.
 func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
-	if err := cfg.takeOldKeys(); err != nil {
-		return nil, err
-	}
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -197,7 +194,7 @@ func (e *Env) Describe() backend.Description {
 		Scratch: []string{"/tmp"},
 	}
 	d.Notes = append(d.Notes, e.securityNote())
-	d.Notes = append(d.Notes, e.cfg.oldKeyNotes...)
+	d.Notes = append(d.Notes, e.cfg.OldKeyNotes()...)
 	if e.netNote != "" {
 		d.Notes = append(d.Notes, e.netNote)
 	}

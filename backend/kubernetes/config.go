@@ -7,7 +7,6 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -67,13 +66,11 @@ type Config struct {
 	// (the operator says so) or "off" (it does not: refuse mode "none").
 	NetworkPolicyEnforcement string `toml:"network_policy_enforcement"`
 	// HelperBinary is a static linux airlock binary copied into the pod; empty means the
-	// running executable.
+	// running executable. A file may give it under its former name, agent_binary (see the
+	// record's Renamed).
 	HelperBinary string `toml:"helper_binary"`
-	// OldHelperBinary is agent_binary, helper_binary's deprecated former name, still read:
-	// takeOldKeys moves it over and Describe notes it.
-	OldHelperBinary string `toml:"agent_binary"`
-	// oldKeyNotes say which keys were given under a deprecated former name.
-	oldKeyNotes []string
+	// OldKeys holds the notes on keys the file gave under a former name, for Describe.
+	backend.OldKeys
 
 	// The fields below come from the general [environment] and [network] sections.
 
@@ -179,9 +176,6 @@ var labelKeyRE = regexp.MustCompile(`^([a-z0-9.-]+/)?[A-Za-z0-9]([A-Za-z0-9_.-]*
 
 // Validate reports every key that cannot work, each error naming the key.
 func (c Config) Validate() error {
-	if err := c.takeOldKeys(); err != nil { // on this copy
-		return err
-	}
 	var errs []error
 	bad := func(k, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s%s: %s", key, k, fmt.Sprintf(format, args...)))
@@ -281,20 +275,6 @@ func (c *Config) Resolve(abs func(string) string) {
 	if c.HelperBinary != "" {
 		c.HelperBinary = abs(c.HelperBinary)
 	}
-	if c.OldHelperBinary != "" {
-		c.OldHelperBinary = abs(c.OldHelperBinary)
-	}
-}
-
-// takeOldKeys moves agent_binary to helper_binary (an error when both are given) and keeps
-// a note for Describe. It runs when the file is read and again in New, for a Config built in
-// code; the second time finds nothing to move.
-func (c *Config) takeOldKeys() error {
-	note, err := backend.TakeOldKey(strings.TrimSuffix(key, "."), "agent_binary", &c.OldHelperBinary, "helper_binary", &c.HelperBinary)
-	if note != "" {
-		c.oldKeyNotes = append(c.oldKeyNotes, note)
-	}
-	return err
 }
 
 func expandHome(p string) string {

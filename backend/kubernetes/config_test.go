@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/netip"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -63,7 +64,8 @@ func TestValidateNamesKeys(t *testing.T) {
 	}
 }
 
-// TestSchemaMatchesConfig: every TOML key of Config is in the schema and the other way round.
+// TestSchemaMatchesConfig: every TOML key of Config, and every former name of one that the
+// record's Renamed reads, is in the schema and the other way round.
 func TestSchemaMatchesConfig(t *testing.T) {
 	t.Parallel()
 	r, ok := backend.Lookup("kubernetes")
@@ -85,6 +87,12 @@ func TestSchemaMatchesConfig(t *testing.T) {
 		if tag := ct.Field(i).Tag.Get("toml"); tag != "" && tag != "-" {
 			inStruct = append(inStruct, tag)
 		}
+	}
+	for former, current := range r.Renamed {
+		if !slices.Contains(inStruct, current) {
+			t.Errorf("Renamed reads %s as %s, which Config does not have", former, current)
+		}
+		inStruct = append(inStruct, former)
 	}
 	sort.Strings(inSchema)
 	sort.Strings(inStruct)

@@ -17,11 +17,10 @@ func init() {
 		Summary:   "a hardened pod per session on a Kubernetes cluster, through the API",
 		Schema:    configSchema,
 		NewConfig: func() any { c := DefaultConfig(); return &c },
+		// The resident helper's key was named for the agent, which it is not.
+		Renamed: map[string]string{"agent_binary": "helper_binary"},
 		// Only what must be refused before any pod opens; New checks the rest.
-		Validate: func(section any) error {
-			c := section.(*Config)
-			return errors.Join(c.takeOldKeys(), c.validatePool())
-		},
+		Validate:   func(section any) error { return section.(*Config).validatePool() },
 		Derive:     derive,
 		Open:       open,
 		PerSession: true,

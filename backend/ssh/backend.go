@@ -64,13 +64,11 @@ type Config struct {
 	// Mode is "auto" (resident helper when possible) or "session".
 	Mode string `toml:"mode"`
 	// HelperBinary is the local path of a static linux airlock binary uploaded as the
-	// resident helper; empty means the running executable.
+	// resident helper; empty means the running executable. A file may give it under its
+	// former name, agent_binary (see the record's Renamed).
 	HelperBinary string `toml:"helper_binary"`
-	// OldHelperBinary is agent_binary, helper_binary's deprecated former name, still read:
-	// takeOldKeys moves it over and Describe notes it.
-	OldHelperBinary string `toml:"agent_binary"`
-	// oldKeyNotes say which keys were given under a deprecated former name.
-	oldKeyNotes []string
+	// OldKeys holds the notes on keys the file gave under a former name, for Describe.
+	backend.OldKeys
 	// Sandbox is the kernel sandbox the resident helper puts commands in on the remote host:
 	// "auto" (default: wherever the remote kernel has Landlock), "landlock" (refuse to run
 	// without it) or "off".
@@ -93,17 +91,6 @@ func DefaultConfig() Config {
 		KeepaliveInterval: backend.Duration(15 * time.Second),
 		Mode:              ModeAuto,
 	}
-}
-
-// takeOldKeys moves agent_binary to helper_binary (an error when both are given) and keeps
-// a note for Describe. It runs when the file is read and again in New, for a Config built in
-// code; the second time finds nothing to move.
-func (c *Config) takeOldKeys() error {
-	note, err := backend.TakeOldKey("environment.ssh", "agent_binary", &c.OldHelperBinary, "helper_binary", &c.HelperBinary)
-	if note != "" {
-		c.oldKeyNotes = append(c.oldKeyNotes, note)
-	}
-	return err
 }
 
 func (c Config) withDefaults() Config {
@@ -138,9 +125,6 @@ func (c Config) withDefaults() Config {
 // Validate reports every setting that cannot work, each error naming its key. Zero values
 // that have a default are accepted.
 func (c Config) Validate() error {
-	if err := c.takeOldKeys(); err != nil { // on this copy
-		return err
-	}
 	const p = "environment.ssh."
 	var errs []error
 	bad := func(key, msg string, args ...any) {
@@ -324,9 +308,6 @@ const maxCommandSessions = 8
 // known, an authentication error naming the user and host, or an error wrapping
 // [backend.ErrUnavailable] when the host cannot be reached.
 func New(ctx context.Context, cfg Config, opts ...Option) (*Env, error) {
-	if err := cfg.takeOldKeys(); err != nil {
-		return nil, err
-	}
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -390,7 +371,7 @@ func (e *Env) Describe() backend.Description {
 		where,
 		"no variable of the Airlock host reaches remote commands",
 	}, e.notes...)
-	notes = append(notes, e.cfg.oldKeyNotes...)
+	notes = append(notes, e.cfg.OldKeyNotes()...)
 	if e.egress != nil {
 		n := "network allowlist: HTTP(S)_PROXY points commands at Airlock's egress proxy through a port reverse-forwarded to the remote host's 127.0.0.1; the remote host's own network is not cut, so a command that ignores the proxy variables reaches what the host reaches"
 		if e.sandboxed {

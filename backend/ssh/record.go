@@ -19,11 +19,11 @@ func init() {
 		Summary:   "a remote host over one verified SSH connection",
 		Schema:    configSchema,
 		NewConfig: func() any { c := DefaultConfig(); return &c },
-		// Moves agent_binary to helper_binary when the file is read; New checks the rest.
-		Validate: func(section any) error { return section.(*Config).takeOldKeys() },
-		Derive:   derive,
-		Open:     open,
-		Modes:    []string{ModeHelper, ModeSession},
+		// The resident helper's key was named for the agent, which it is not.
+		Renamed: map[string]string{"agent_binary": "helper_binary"},
+		Derive:  derive,
+		Open:    open,
+		Modes:   []string{ModeHelper, ModeSession},
 		SetMode: func(section any, mode string) error {
 			c := section.(*Config)
 			switch mode {
@@ -97,7 +97,6 @@ func (c *Config) Resolve(abs func(string) string) {
 	c.KeyPath = abs(c.KeyPath)
 	c.KnownHosts = abs(c.KnownHosts)
 	c.HelperBinary = abs(c.HelperBinary)
-	c.OldHelperBinary = abs(c.OldHelperBinary)
 }
 
 var _ backend.Resolver = (*Config)(nil)
