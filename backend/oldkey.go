@@ -1,9 +1,6 @@
 package backend
 
-import (
-	"fmt"
-	"slices"
-)
+import "slices"
 
 // ModeHelper is the [Description.Mode] of an environment whose commands go to its resident
 // helper, and the name bench --mode takes for it.
@@ -42,20 +39,3 @@ func (o *OldKeys) NoteOldKey(note string) {
 // OldKeyNotes returns the notes in the order they were given; an append to the result gets
 // an array of its own.
 func (o OldKeys) OldKeyNotes() []string { return slices.Clip(o.notes) }
-
-// TakeOldKey moves a configuration value given under a key's former name (*oldVal, read
-// from section.oldKey) to the key's current one (*newVal, section.newKey), so that a
-// configuration written for an older airlock still loads. It returns a note for
-// [Description.Notes] saying the old name is deprecated, "" when it was not used, and an
-// error naming both keys when both are set: which one was meant cannot be told.
-func TakeOldKey(section, oldKey string, oldVal *string, newKey string, newVal *string) (note string, err error) {
-	if *oldVal == "" {
-		return "", nil
-	}
-	if *newVal != "" {
-		return "", fmt.Errorf("%s.%s and %s.%s are the same setting (%s is its deprecated former name): give only %s",
-			section, newKey, section, oldKey, oldKey, newKey)
-	}
-	*newVal, *oldVal = *oldVal, ""
-	return fmt.Sprintf("%s.%s is deprecated: call it %s (the resident helper is not the agent)", section, oldKey, newKey), nil
-}

@@ -5,37 +5,6 @@ import (
 	"testing"
 )
 
-func TestTakeOldKey(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name, old, cur       string
-		wantCur, note, error string
-	}{
-		{name: "neither"},
-		{name: "new name", cur: "off", wantCur: "off"},
-		{name: "old name", old: "off", wantCur: "off", note: "environment.docker.agent is deprecated: call it helper"},
-		{name: "both", old: "off", cur: "auto", wantCur: "auto", error: "environment.docker.helper and environment.docker.agent are the same setting"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			old, cur := tc.old, tc.cur
-			note, err := TakeOldKey("environment.docker", "agent", &old, "helper", &cur)
-			switch {
-			case tc.error != "" && (err == nil || !strings.Contains(err.Error(), tc.error)):
-				t.Errorf("error %v, want %q", err, tc.error)
-			case tc.error == "" && err != nil:
-				t.Errorf("error %v", err)
-			case cur != tc.wantCur:
-				t.Errorf("value %q, want %q", cur, tc.wantCur)
-			case tc.error == "" && old != "":
-				t.Errorf("old value %q left behind", old)
-			case !strings.HasPrefix(note, tc.note) || (tc.note == "") != (note == ""):
-				t.Errorf("note %q, want %q", note, tc.note)
-			}
-		})
-	}
-}
-
 func TestCanonicalMode(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{"agent": "helper", "helper": "helper", "exec": "exec", "": ""} {

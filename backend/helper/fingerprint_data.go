@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "0a8a86d201d70bad9b1a0ccfed46e4083e6d9d5072f9a48a668cf2f8e1e484e8"
+const SourceFingerprint = "0d41b9ccd953190a2c945d62eefcb206b44d92c0d3115c831d91f797ccad5112"
