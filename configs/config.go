@@ -72,7 +72,8 @@ type Environment struct {
 
 // Section returns the decoded [environment.KIND] table of a registered backend, with its
 // defaults where the file says nothing, or nil for an unknown kind. Paths in it are as
-// written; [Config.ResolvedSection] resolves them against the config file.
+// written; the engine resolves them against the config file (a section that is a
+// [backend.Resolver]).
 func (e *Environment) Section(kind string) any {
 	if s, ok := e.sections[kind]; ok {
 		return s
