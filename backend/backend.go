@@ -104,9 +104,15 @@ type Result struct {
 	// Streamed is set when the output was also copied live to Request.Stdout/Stderr.
 	Streamed bool
 	// Notes tell the caller about the environment rather than the command, for example that
-	// a container was recreated or a connection re-established before the command ran.
+	// a container was recreated or a connection re-established before the command ran, or
+	// (beginning with [RefusedNote]) what the sandbox refused the command.
 	Notes []string
 }
+
+// RefusedNote begins a result's note that says which rule of the sandbox refused a command
+// something and what to do instead: the model reads it among the notes, and a front end
+// that shows a person the command's output (airlock exec) shows it too.
+const RefusedNote = "sandbox refused: "
 
 // Description says what an environment is.
 type Description struct {

@@ -150,3 +150,23 @@ func TestSetsidDoesNotEscape(t *testing.T) {
 	host, _ := proctest.Alive(p)
 	t.Errorf("setsid'd process %s (host PID %d) survived", p, host)
 }
+
+// TestExecSaysWhatTheSandboxRefused: `airlock exec` shows a person, after the command's own
+// "Permission denied", which rule of the sandbox refused it and what to do; a command that
+// fails for its own reasons gets no such line.
+func TestExecSaysWhatTheSandboxRefused(t *testing.T) {
+	requireLandlockIT(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "airlock.toml"), []byte("[approvals]\nmode = \"auto\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := run(t, dir, "", nil, "exec", "--", "cat", "airlock.toml")
+	want := "airlock: sandbox refused: " + filepath.Join(dir, "airlock.toml") + " is protected"
+	if code == 0 || !strings.Contains(stderr, want) {
+		t.Fatalf("exit %d, stderr %q: want a failure and %q", code, stderr, want)
+	}
+	_, stderr, code = run(t, dir, "", nil, "exec", "--", "sh", "-c", "echo own-failure >&2; exit 3")
+	if code != 3 || strings.Contains(stderr, "sandbox refused") {
+		t.Fatalf("exit %d, stderr %q: want 3 and no word of the sandbox", code, stderr)
+	}
+}

@@ -4,4 +4,4 @@ package helper
 
 // SourceFingerprint is the SHA-256 of the helper's source: every file of the module's
 // packages that cmd/airlock-helper links, and the module versions of what else it links.
-const SourceFingerprint = "0d41b9ccd953190a2c945d62eefcb206b44d92c0d3115c831d91f797ccad5112"
+const SourceFingerprint = "305584e952002c325ad851f5116c7db7812fe8687e09f100c84448a31f43cc9e"

@@ -30,12 +30,12 @@ func (e *Env) explain(res backend.Result) string {
 	for _, g := range e.guards {
 		for _, p := range g.paths {
 			if mentions(res.Stderr, p, e.workspace) {
-				return fmt.Sprintf("sandbox: %s is %s: %s", p, g.rule, g.what)
+				return fmt.Sprintf("%s%s is %s: %s", backend.RefusedNote, p, g.rule, g.what)
 			}
 		}
 	}
 	if e.isolation == isolationNamespaces && bytes.Contains(res.Stderr, []byte("Read-only file system")) {
-		return "sandbox: outside the write roots (" + strings.Join(e.writeRoots, ", ") + ") and the session temp dir the host's files are read-only: write inside the workspace, or add the directory to the policy's write roots"
+		return backend.RefusedNote + "outside the write roots (" + strings.Join(e.writeRoots, ", ") + ") and the session temp dir the host's files are read-only: write inside the workspace, or add the directory to the policy's write roots"
 	}
 	return ""
 }

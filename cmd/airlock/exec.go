@@ -10,6 +10,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/pipeline"
 	"github.com/airlock-dev/airlock/terminal"
 	"github.com/airlock-dev/airlock/tool"
@@ -82,6 +83,13 @@ func runExec(args []string, s stdio) int {
 	log.Debug("call finished", "call_id", res.CallID, "status", res.Status, "outcome", res.Receipt.Outcome)
 	switch res.Status {
 	case pipeline.StatusOK:
+		// The command's output went to the terminal as it ran; what the sandbox refused it
+		// follows, since its own message ("Permission denied") does not say why.
+		for _, n := range res.Metadata.Notes {
+			if strings.HasPrefix(n, backend.RefusedNote) {
+				fmt.Fprintf(s.err, "airlock: %s\n", n)
+			}
+		}
 		if res.Metadata.ExitCode != nil {
 			return *res.Metadata.ExitCode
 		}
