@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/local"
 	"github.com/airlock-dev/airlock/backend/sandbox"
 )
@@ -35,7 +36,7 @@ func TestRefusalsSayWhy(t *testing.T) {
 			}
 			var why string
 			for _, n := range res.Notes {
-				if strings.Contains(n, "ask the person") || strings.Contains(n, "write inside the workspace") {
+				if strings.HasPrefix(n, backend.RefusedNote) {
 					why = n
 				}
 			}
